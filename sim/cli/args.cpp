@@ -1,0 +1,63 @@
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+
+namespace ddlsim::cli {
+
+bool CommonArgs::has_flag(const std::string& f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
+
+std::string CommonArgs::option(const std::string& key, const std::string& def) const {
+  for (auto it = options.rbegin(); it != options.rend(); ++it)
+    if (it->first == key) return it->second;
+  return def;
+}
+
+std::vector<std::string> CommonArgs::all(const std::string& key) const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : options)
+    if (k == key) out.push_back(v);
+  return out;
+}
+
+CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<std::string>& value_options,
+                      const std::vector<std::string>& flag_options) {
+  CommonArgs a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      a.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
+      a.positional.push_back(arg);
+      continue;
+    }
+    std::string key = arg.substr(2), value;
+    auto eq = key.find('=');
+    bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    bool takes_value = key == "set" || key == "format" ||
+                       std::find(value_options.begin(), value_options.end(), key) != value_options.end();
+    if (!takes_value) {
+      if (std::find(flag_options.begin(), flag_options.end(), key) == flag_options.end())
+        throw InputError({}, "", fmt::format("unknown option --{} (see --help)", key));
+      a.flags.push_back(key);
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) throw InputError({}, "", fmt::format("option --{} needs a value", key));
+      value = args[++i];
+    }
+    if (key == "set") a.sets.push_back(value);
+    else if (key == "format") a.format = parse_format(value);
+    else a.options.emplace_back(key, value);
+  }
+  return a;
+}
+
+}  // namespace ddlsim::cli

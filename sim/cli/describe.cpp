@@ -1,0 +1,52 @@
+#include <cstdio>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+
+#include "sim/cli/commands.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/net/cluster.hpp"
+
+namespace ddlsim::cli {
+
+int describe_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"nodes"}, {});
+  if (a.help || a.positional.size() != 1) {
+    std::fputs("usage: ddlsim describe SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set k=v]\n"
+               "Builds the cluster and prints its devices, links by class and sample routes.\n",
+               a.help ? stdout : stderr);
+    return a.help ? 0 : 2;
+  }
+  YamlNode doc = YamlNode::load_file(a.positional[0]);
+  for (const std::string& s : a.sets) doc.apply_override(s);
+  YamlNode cluster_node = doc.has("cluster") ? doc["cluster"] : doc;
+  std::vector<std::string> sets;
+  ClusterSpec spec = doc.has("cluster") ? ClusterSpec(cluster_node) : ClusterSpec(YamlNode::load_string(
+      fmt::format("topology: {}", a.positional[0]), "describe"));
+  int64_t nodes = a.option("nodes").empty() ? (spec.get("nodes") ? spec.node_counts().front() : 2)
+                                            : std::stoll(a.option("nodes"));
+  Cluster c = build_cluster(spec, nodes);
+  std::map<std::string, std::pair<int, double>> by_class;
+  for (const DirectedLink& l : c.topo.links()) {
+    auto& e = by_class[link_class_name(l.cls)];
+    ++e.first;
+    e.second = l.spec.capacity.value;
+  }
+  std::cout << fmt::format("cluster {}: {} nodes x {} {} = {} GPUs, {} vertices, {} directed links\n", c.name,
+                           c.nodes, c.gpus_per_node, c.gpu.name, c.gpus.size(), c.topo.vertex_count(),
+                           c.topo.links().size());
+  for (const auto& [cls, e] : by_class)
+    std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
+  Router router(c.topo);
+  auto show = [&](VertexId s, VertexId d) {
+    const auto& r = router.route(s, d);
+    std::string path = c.topo.vertex(s).name;
+    for (LinkId l : r) path += " > " + c.topo.vertex(c.topo.links()[l].to).name;
+    std::cout << fmt::format("  route {} hops: {}\n", r.size(), path);
+  };
+  if (c.gpus.size() > 1) show(c.gpus[0], c.gpus[1]);
+  if (c.gpus.size() > static_cast<size_t>(c.gpus_per_node)) show(c.gpus[0], c.gpus.back());
+  return 0;
+}
+
+}  // namespace ddlsim::cli

@@ -1,0 +1,64 @@
+// ddlsim: how fast will data-parallel training run on this cluster, with a parameter server or with allreduce?
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+#include <yaml-cpp/exceptions.h>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/net/topology.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(ddlsim - simulate data-parallel deep-learning training on GPU clusters
+
+usage: ddlsim <command> [arguments] [--set dotted.key=value ...] [--format table|csv|json]
+
+commands:
+  run SCENARIO.yaml          simulate every strategy of the scenario at every node count it lists
+  sweep SCENARIO.yaml --nodes 4,8,16
+                             the same over a list of node counts (for batch scripts)
+  describe SCENARIO.yaml|TOPOLOGY.yaml [--nodes N]
+                             show the cluster a scenario or topology builds: devices, links, routes
+  validate SCENARIO.yaml --measured FILE.csv [--max-error X]
+                             simulated vs measured scaling, with errors
+  calibrate FILES... [--out FILE.yaml] [--check]
+                             fit alpha/beta/gamma from kernel JSON, nccl-tests or OSU output
+
+Every command accepts --help. Exit status: 0 success, 1 runtime failure, 2 bad input or usage.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return ddlsim::cli::run_command(args);
+    if (command == "sweep") return ddlsim::cli::sweep_command(args);
+    if (command == "describe") return ddlsim::cli::describe_command(args);
+    if (command == "validate") return ddlsim::cli::validate_command(args);
+    if (command == "calibrate") return ddlsim::cli::calibrate_command(args);
+    std::fprintf(stderr, "ddlsim: unknown command \"%s\" (run, sweep, describe, validate, calibrate)\n",
+                 command.c_str());
+    return 2;
+  } catch (const ddlsim::InputError& e) {
+    std::fprintf(stderr, "ddlsim: %s\n", e.what());
+    return 2;
+  } catch (const ddlsim::RoutingError& e) {
+    std::fprintf(stderr, "ddlsim: cannot route: %s\n", e.what());
+    return 2;
+  } catch (const YAML::Exception& e) {
+    std::fprintf(stderr, "ddlsim: YAML error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddlsim: internal error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,108 @@
+#include <cstdio>
+#include <fmt/format.h>
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/train/collective_workload.hpp"
+#include "sim/train/training.hpp"
+
+namespace ddlsim::cli {
+
+namespace {
+
+constexpr const char* kRunHelp = R"(usage: ddlsim run SCENARIO.yaml [--set dotted.key=value ...] [--format table|csv|json]
+                  [--no-fast] [--stats] [--trace FILE.json]
+
+Simulates every strategy listed in the scenario at every node count in cluster.nodes (a number or a list).
+A collective workload reports time, algbw and busbw (nccl-tests definitions); a training workload reports step
+time, throughput, speed-up and efficiency relative to reference_gpus, time to train and the time shares.
+  --no-fast     run collectives message by message on the flow model (no max-plus fast path)
+  --stats       add engine statistics (messages, flows, events) to the output
+  --trace FILE  write a Perfetto/Chrome trace of the first strategy at the first node count
+)";
+
+Record collective_record(const CollectiveResult& r, bool stats) {
+  Record rec{{"strategy", r.strategy},
+             {"gpus", r.gpus},
+             {"nodes", r.nodes},
+             {"bytes", static_cast<int64_t>(r.bytes)},
+             {"collective_time_s", r.time_s},
+             {"algbw_GBps", r.algbw / 1e9},
+             {"busbw_GBps", r.busbw / 1e9}};
+  if (stats) {
+    rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
+    rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
+    rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
+    rec.push_back({"events", static_cast<int64_t>(r.stats.events)});
+  }
+  return rec;
+}
+
+int run_scenario(const std::string& path, const CommonArgs& a, const std::vector<int64_t>* nodes_override) {
+  Scenario sc = load_scenario(path, a.sets);
+  EngineOptions opts;
+  opts.fast_collectives = !a.has_flag("no-fast");
+  bool stats = a.has_flag("stats");
+  std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts();
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  if (sc.collective) {
+    report.title = fmt::format("{}: {} of {} on {}", sc.name, sc.collective_kind, format_bytes(Bytes{sc.bytes}),
+                               sc.cluster.name());
+    for (const StrategySpec& st : sc.strategies)
+      for (int64_t n : counts) report.results.push_back(collective_record(run_collective_workload(sc, st, n, opts), stats));
+  } else {
+    TrainingOptions topts;
+    topts.engine = opts;
+    topts.trace_file = a.option("trace");
+    report = run_training_report(sc, counts, topts, stats);
+  }
+  write_report(std::cout, a.format, report);
+  return 0;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"trace"}, {"no-fast", "stats"});
+  if (a.help) {
+    std::fputs(kRunHelp, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) throw InputError({}, "", "run needs exactly one scenario file (see --help)");
+  return run_scenario(a.positional[0], a, nullptr);
+}
+
+int sweep_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"nodes", "trace"}, {"no-fast", "stats"});
+  if (a.help) {
+    std::fputs("usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--set k=v] [--format table|csv|json]\n"
+               "Runs the scenario at each node count (same output as run); for Slurm arrays pass one count per task.\n",
+               stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) throw InputError({}, "", "sweep needs exactly one scenario file (see --help)");
+  std::string list = a.option("nodes");
+  if (list.empty()) throw InputError({"--nodes", 0, 0}, "", "sweep needs --nodes N[,N...]");
+  std::vector<int64_t> counts;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      counts.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError({"--nodes", 0, 0}, "", fmt::format("\"{}\" is not a positive node count", item));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return run_scenario(a.positional[0], a, &counts);
+}
+
+}  // namespace ddlsim::cli

@@ -1,0 +1,33 @@
+#pragma once
+// One exception type for every user error (bad file, bad key, bad value). The CLI prints what() and exits 2.
+#include <stdexcept>
+#include <string>
+
+namespace ddlsim {
+
+struct SourceLocation {
+  std::string file;  // empty when the value came from the command line
+  int line = 0;      // 1-based; 0 when unknown
+  int column = 0;
+};
+
+class InputError : public std::runtime_error {
+ public:
+  InputError(const SourceLocation& where, const std::string& key_path, const std::string& message);
+  const SourceLocation& where() const { return where_; }
+  const std::string& key_path() const { return key_path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  SourceLocation where_;
+  std::string key_path_;
+  std::string message_;
+};
+
+// A value that failed to parse, before the caller knows where it came from (rethrown as InputError with location).
+class ValueError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace ddlsim

@@ -1,0 +1,256 @@
+#include "sim/io/yaml.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <yaml-cpp/yaml.h>
+
+namespace ddlsim {
+
+struct YamlNode::Impl {
+  YAML::Node node;
+  std::string file;
+  std::shared_ptr<Impl> root;  // keeps the document alive for child views (null for the root itself)
+};
+
+namespace {
+
+std::shared_ptr<YamlNode::Impl> make_impl(YAML::Node node, const std::string& file) {
+  auto impl = std::make_shared<YamlNode::Impl>();
+  impl->node = std::move(node);
+  impl->file = file;
+  return impl;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
+
+}  // namespace
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+YamlNode YamlNode::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_string(ss.str(), path);
+}
+
+YamlNode YamlNode::load_string(const std::string& text, const std::string& name) {
+  try {
+    return YamlNode(make_impl(YAML::Load(text), name), "");
+  } catch (const YAML::Exception& e) {
+    throw InputError({name, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+void YamlNode::apply_override(const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError({"--set", 0, 0}, "", fmt::format("expected dotted.key=value, got \"{}\"", assignment));
+  std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw InputError({"--set", 0, 0}, key, "cannot parse value: " + e.msg);
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  // yaml-cpp's operator[] returns proxies: walk with an explicit chain of nodes.
+  std::vector<YAML::Node> chain{impl_->node};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node cur = chain.back();
+    if (cur.IsSequence()) {
+      size_t idx = 0;
+      auto [p, ec] = std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), idx);
+      if (ec != std::errc() || idx >= cur.size())
+        throw InputError({"--set", 0, 0}, key, fmt::format("\"{}\" is not an index of the list", parts[i]));
+      chain.push_back(cur[idx]);
+    } else {
+      chain.push_back(cur[parts[i]]);
+    }
+  }
+  YAML::Node parent = chain.back();
+  if (parent.IsSequence()) {
+    size_t idx = std::stoul(parts.back());
+    parent[idx] = value;
+  } else {
+    parent[parts.back()] = value;
+  }
+}
+
+bool YamlNode::is_map() const { return impl_->node.IsMap(); }
+bool YamlNode::is_sequence() const { return impl_->node.IsSequence(); }
+bool YamlNode::is_scalar() const { return impl_->node.IsScalar(); }
+bool YamlNode::is_null() const { return !impl_->node.IsDefined() || impl_->node.IsNull(); }
+const std::string& YamlNode::file() const { return impl_->file; }
+
+SourceLocation YamlNode::location() const {
+  YAML::Mark m = impl_->node.Mark();
+  if (m.is_null()) return {impl_->file, 0, 0};
+  return {impl_->file, m.line + 1, m.column + 1};
+}
+
+void YamlNode::fail(const std::string& message) const { throw InputError(location(), path_, message); }
+
+bool YamlNode::has(const std::string& key) const {
+  return impl_->node.IsMap() && impl_->node[key].IsDefined() && !impl_->node[key].IsNull();
+}
+
+std::optional<YamlNode> YamlNode::get(const std::string& key) const {
+  if (!impl_->node.IsMap()) fail("expected a map");
+  YAML::Node child = impl_->node[key];
+  if (!child.IsDefined() || child.IsNull()) return std::nullopt;
+  auto impl = make_impl(child, impl_->file);
+  impl->root = impl_->root ? impl_->root : impl_;
+  return YamlNode(impl, join_path(path_, key));
+}
+
+YamlNode YamlNode::operator[](const std::string& key) const {
+  auto child = get(key);
+  if (!child) fail(fmt::format("missing required key \"{}\"", key));
+  return *child;
+}
+
+std::vector<YamlNode> YamlNode::elements() const {
+  if (!impl_->node.IsSequence()) fail("expected a list");
+  std::vector<YamlNode> out;
+  for (size_t i = 0; i < impl_->node.size(); ++i) {
+    auto impl = make_impl(impl_->node[i], impl_->file);
+    impl->root = impl_->root ? impl_->root : impl_;
+    out.push_back(YamlNode(impl, fmt::format("{}[{}]", path_, i)));
+  }
+  return out;
+}
+
+std::vector<std::string> YamlNode::keys() const {
+  if (!impl_->node.IsMap()) fail("expected a map");
+  std::vector<std::string> out;
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) out.push_back(it->first.as<std::string>());
+  return out;
+}
+
+void YamlNode::expect_keys(std::initializer_list<const char*> allowed) const {
+  expect_keys(std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
+  if (!impl_->node.IsMap()) fail("expected a map");
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
+    std::string key = it->first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string hint = did_you_mean(key, allowed);
+    YAML::Mark m = it->first.Mark();
+    throw InputError({impl_->file, m.line + 1, m.column + 1}, join_path(path_, key),
+                     hint.empty() ? "unknown key" : fmt::format("unknown key (did you mean \"{}\"?)", hint));
+  }
+}
+
+std::string YamlNode::as_string() const {
+  if (!impl_->node.IsScalar()) fail("expected a single value");
+  return impl_->node.Scalar();
+}
+
+int64_t YamlNode::as_int() const {
+  std::string s = as_string();
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) fail(fmt::format("expected an integer, got \"{}\"", s));
+  return v;
+}
+
+double YamlNode::as_double() const {
+  std::string s = as_string();
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) fail(fmt::format("expected a number, got \"{}\"", s));
+  return v;
+}
+
+double YamlNode::as_fraction() const {
+  return parse_value([](const std::string& s) { return parse_fraction(s); });
+}
+
+bool YamlNode::as_bool() const {
+  std::string s = as_string();
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
+  fail(fmt::format("expected true or false, got \"{}\"", s));
+}
+
+Time YamlNode::as_time() const {
+  return parse_value([](const std::string& s) { return parse_time(s); });
+}
+Bytes YamlNode::as_bytes() const {
+  return parse_value([](const std::string& s) { return parse_bytes(s); });
+}
+Rate YamlNode::as_rate() const {
+  return parse_value([](const std::string& s) { return parse_rate(s); });
+}
+Flops YamlNode::as_flops() const {
+  return parse_value([](const std::string& s) { return parse_flops(s); });
+}
+FlopRate YamlNode::as_flop_rate() const {
+  return parse_value([](const std::string& s) { return parse_flop_rate(s); });
+}
+
+std::vector<int64_t> YamlNode::as_int_list() const {
+  if (is_sequence()) {
+    std::vector<int64_t> out;
+    for (const YamlNode& e : elements()) out.push_back(e.as_int());
+    return out;
+  }
+  return {as_int()};
+}
+
+std::string YamlNode::get_string(const std::string& key, const std::string& def) const {
+  auto c = get(key);
+  return c ? c->as_string() : def;
+}
+int64_t YamlNode::get_int(const std::string& key, int64_t def) const {
+  auto c = get(key);
+  return c ? c->as_int() : def;
+}
+double YamlNode::get_double(const std::string& key, double def) const {
+  auto c = get(key);
+  return c ? c->as_double() : def;
+}
+bool YamlNode::get_bool(const std::string& key, bool def) const {
+  auto c = get(key);
+  return c ? c->as_bool() : def;
+}
+
+std::string YamlNode::dump() const {
+  YAML::Emitter out;
+  out << YAML::Flow << impl_->node;
+  return out.c_str();
+}
+
+}  // namespace ddlsim

@@ -1,0 +1,189 @@
+#include "sim/net/cluster.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "sim/net/fabric.hpp"
+
+namespace ddlsim {
+
+namespace {
+
+// topologies/<name>.yaml next to the scenario's repo (source dir), in the working directory, or a path.
+std::string find_topology_file(const YamlNode& node) {
+  std::string name = node.as_string();
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates = {fs::path(name)};
+  if (fs::path(name).extension().empty()) {
+    fs::path scenario_dir = fs::path(node.file()).parent_path();
+    candidates.push_back(fs::path("topologies") / (name + ".yaml"));
+    candidates.push_back(scenario_dir / ".." / "topologies" / (name + ".yaml"));
+    candidates.push_back(fs::path(DDLSIM_SOURCE_DIR) / "topologies" / (name + ".yaml"));
+  } else {
+    candidates.push_back(fs::path(node.file()).parent_path() / name);
+  }
+  for (const fs::path& p : candidates)
+    if (fs::is_regular_file(p)) return p.lexically_normal().string();
+  node.fail(fmt::format("no topology \"{}\" (looked for topologies/{}.yaml and the path itself)", name, name));
+}
+
+const std::vector<std::string> kClusterKeys = {"topology", "name", "nodes", "gpus_per_node", "gpu", "node",
+                                                "network", "comm", "max_nodes", "description", "source"};
+
+LinkSpec parse_link(const YamlNode& n) {
+  n.expect_keys({"bandwidth", "latency"});
+  return LinkSpec{n["bandwidth"].as_rate(), n.has("latency") ? n["latency"].as_time() : Time()};
+}
+
+Time get_time(const YamlNode& n, const char* key) { return n.has(key) ? n[key].as_time() : Time(); }
+
+CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix) {
+  CommClass c;
+  CommRange& r = c.ranges[0];
+  r.alpha = get_time(comm, ("alpha_" + suffix).c_str());
+  if (auto e = comm.get("efficiency_" + suffix)) {
+    r.efficiency = e->as_fraction();
+    if (r.efficiency <= 0 || r.efficiency > 1) e->fail("efficiency must be in (0, 1]");
+  }
+  if (auto b = comm.get("bandwidth_" + suffix)) r.bandwidth = b->as_rate().value;
+  return c;
+}
+
+}  // namespace
+
+CommModel parse_comm_model(const YamlNode& comm) {
+  comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
+                    "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source"});
+  CommModel m;
+  m.intra = parse_comm_class(comm, "intra");
+  m.inter = parse_comm_class(comm, "inter");
+  if (auto g = comm.get("reduce_bandwidth_gpu")) m.gamma_gpu = 1.0 / g->as_rate().value;
+  if (auto g = comm.get("reduce_bandwidth_cpu")) m.gamma_cpu = 1.0 / g->as_rate().value;
+  if (auto mp = comm.get("multipath")) {
+    int64_t k = mp->as_int();
+    if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");
+    m.multipath = static_cast<uint32_t>(k);
+  }
+  return m;
+}
+
+ClusterSpec::ClusterSpec(const YamlNode& cluster) : cluster_(cluster) {
+  cluster.expect_keys(kClusterKeys);
+  if (auto t = cluster.get("topology")) {
+    topology_ = YamlNode::load_file(find_topology_file(*t));
+    std::vector<std::string> file_keys = kClusterKeys;
+    file_keys.erase(file_keys.begin());  // a topology file cannot point at another one
+    topology_->expect_keys(file_keys);
+  }
+}
+
+std::optional<YamlNode> ClusterSpec::get(const std::string& key) const {
+  if (auto v = cluster_.get(key)) return v;
+  if (topology_) return topology_->get(key);
+  return std::nullopt;
+}
+
+YamlNode ClusterSpec::require(const std::string& key) const {
+  if (auto v = get(key)) return *v;
+  cluster_.fail(fmt::format("missing required key \"{}\"", key));
+}
+
+std::string ClusterSpec::name() const {
+  if (auto n = get("name")) return n->as_string();
+  if (auto t = cluster_.get("topology")) return t->as_string();
+  return "inline";
+}
+
+std::vector<int64_t> ClusterSpec::node_counts() const {
+  YamlNode n = require("nodes");
+  std::vector<int64_t> out = n.as_int_list();
+  for (int64_t v : out)
+    if (v < 1 || v > 1'000'000) n.fail(fmt::format("node count {} out of range 1..1000000", v));
+  if (auto mx = get("max_nodes"))
+    for (int64_t v : out)
+      if (v > mx->as_int()) n.fail(fmt::format("{} nodes requested but the system has {}", v, mx->as_int()));
+  return out;
+}
+
+int ClusterSpec::gpus_per_node() const {
+  if (auto node = get("node")) return static_cast<int>((*node)["gpus"].as_int());
+  if (auto g = get("gpus_per_node")) return static_cast<int>(g->as_int());
+  return 1;
+}
+
+Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts& servers) {
+  Cluster c;
+  c.name = spec.name();
+  c.nodes = static_cast<int>(nodes);
+  c.gpu = parse_gpu(spec.require("gpu"));
+  if (auto comm = spec.get("comm")) c.comm = parse_comm_model(*comm);
+  YamlNode network = spec.require("network");
+  std::vector<VertexId> endpoints;
+  std::optional<YamlNode> node = spec.get("node");
+  Topology& t = c.topo;
+  if (!node) {
+    // No interior: every GPU is its own host on the fabric (the closed-form setting).
+    int64_t g = spec.gpus_per_node();
+    if (g < 1 || g > 64) spec.require("gpus_per_node").fail("gpus_per_node must be between 1 and 64");
+    c.gpus_per_node = static_cast<int>(g);
+    for (int64_t i = 0; i < nodes * g; ++i) {
+      VertexId v = t.add_vertex(VertexKind::Gpu, static_cast<int32_t>(i), fmt::format("gpu{}", i));
+      c.gpus.push_back(v);
+      endpoints.push_back(v);
+      if (i % g == 0) c.cpus.push_back(v);
+    }
+  } else {
+    node->expect_keys({"gpus", "nics", "gpu_link", "pcie", "nic_affinity", "source"});
+    int64_t g = (*node)["gpus"].as_int(), nics = node->get_int("nics", 1);
+    if (g < 1 || g > 64) (*node)["gpus"].fail("gpus must be between 1 and 64");
+    if (nics < 1 || nics > 64) (*node)["nics"].fail("nics must be between 1 and 64");
+    c.gpus_per_node = static_cast<int>(g);
+    YamlNode gl = (*node)["gpu_link"];
+    gl.expect_keys({"kind", "bandwidth", "latency"});
+    std::string kind = gl["kind"].as_string();
+    if (kind != "nvlink-mesh" && kind != "nvswitch" && kind != "pcie" && kind != "infinity-fabric")
+      gl["kind"].fail(fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
+    LinkSpec gpu_link{kind == "pcie" ? Rate{1} : gl["bandwidth"].as_rate(), get_time(gl, "latency")};
+    LinkSpec pcie = parse_link((*node)["pcie"]);
+    for (int64_t n = 0; n < nodes; ++n) {
+      int32_t ni = static_cast<int32_t>(n);
+      VertexId cpu = t.add_vertex(VertexKind::Cpu, ni, fmt::format("n{}.cpu", n));
+      std::vector<VertexId> nic(nics), sw(nics), gpu(g);
+      for (int64_t k = 0; k < nics; ++k) {
+        nic[k] = t.add_vertex(VertexKind::Nic, ni, fmt::format("n{}.nic{}", n, k));
+        sw[k] = t.add_vertex(VertexKind::PcieSwitch, ni, fmt::format("n{}.pcie{}", n, k));
+        t.connect(nic[k], sw[k], pcie, LinkClass::Pcie);
+        t.connect(cpu, sw[k], pcie, LinkClass::Pcie);
+        endpoints.push_back(nic[k]);
+      }
+      for (int64_t i = 0; i < g; ++i) {
+        gpu[i] = t.add_vertex(VertexKind::Gpu, ni, fmt::format("n{}.gpu{}", n, i));
+        int64_t k = i * nics / g;  // GPUs share NICs evenly, in order (local rank i -> NIC i*nics/gpus)
+        t.connect(gpu[i], sw[k], pcie, LinkClass::Pcie);
+        t.set_nic(gpu[i], nic[k]);
+        c.gpus.push_back(gpu[i]);
+      }
+      t.set_nic(cpu, nic[0]);
+      c.cpus.push_back(cpu);
+      if (kind == "nvlink-mesh" || kind == "infinity-fabric") {
+        for (int64_t i = 0; i < g; ++i)
+          for (int64_t j = i + 1; j < g; ++j) t.connect(gpu[i], gpu[j], gpu_link, LinkClass::NvLink);
+      } else if (kind == "nvswitch") {
+        VertexId nvs = t.add_vertex(VertexKind::NvSwitch, ni, fmt::format("n{}.nvswitch", n));
+        for (int64_t i = 0; i < g; ++i) t.connect(gpu[i], nvs, gpu_link, LinkClass::NvLink);
+      }
+    }
+  }
+  for (uint32_t s = 0; s < servers.count; ++s) {
+    VertexId v = t.add_vertex(VertexKind::Cpu, static_cast<int32_t>(nodes + s), fmt::format("server{}", s));
+    c.servers.push_back(v);
+    endpoints.push_back(v);
+  }
+  build_fabric(t, network, endpoints);
+  if (servers.link)
+    for (VertexId s : c.servers)
+      for (LinkId l : t.out_links(s)) t.set_cable_spec(l, *servers.link);
+  return c;
+}
+
+}  // namespace ddlsim

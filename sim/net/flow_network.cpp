@@ -1,0 +1,232 @@
+#include "sim/net/flow_network.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+namespace ddlsim {
+
+LinkId FlowNetwork::add_link(Rate capacity, Time latency) {
+  assert(capacity.value > 0);
+  Link l;
+  l.capacity = capacity.value;
+  l.latency = latency;
+  links_.push_back(std::move(l));
+  return static_cast<LinkId>(links_.size() - 1);
+}
+
+Time FlowNetwork::route_latency(std::span<const LinkId> route) const {
+  Time t;
+  for (LinkId l : route) t += links_[l].latency;
+  return t;
+}
+
+Rate FlowNetwork::route_capacity(std::span<const LinkId> route) const {
+  double c = std::numeric_limits<double>::infinity();
+  for (LinkId l : route) c = std::min(c, links_[l].capacity);
+  return Rate{c};
+}
+
+FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double rate_cap, uint64_t tag,
+                             Time now) {
+  FlowId id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[id];
+  f.route.assign(route.begin(), route.end());
+  f.slot.resize(route.size());
+  for (size_t i = 0; i < route.size(); ++i) {
+    Link& l = links_[route[i]];
+    f.slot[i] = static_cast<uint32_t>(l.flows.size());
+    l.flows.push_back(id);
+  }
+  f.remaining = bytes;
+  f.rate = 0;
+  f.cap = rate_cap > 0 ? rate_cap : std::numeric_limits<double>::infinity();
+  f.updated = now;
+  f.finish = Time::max();
+  f.tag = tag;
+  f.order = next_order_++;
+  f.active = true;
+  ++f.version;
+  ++active_;
+  ++flows_started_;
+  new_flows_.push_back(id);
+  return id;
+}
+
+Time FlowNetwork::next_completion() {
+  drop_stale();
+  return heap_.empty() ? Time::max() : heap_.top().finish;
+}
+
+void FlowNetwork::drop_stale() {
+  while (!heap_.empty()) {
+    const HeapEntry& e = heap_.top();
+    const Flow& f = flows_[e.flow];
+    if (f.active && f.version == e.version) return;
+    heap_.pop();
+  }
+}
+
+uint64_t FlowNetwork::pop_completion() {
+  drop_stale();
+  assert(!heap_.empty());
+  FlowId id = heap_.top().flow;
+  heap_.pop();
+  Flow& f = flows_[id];
+  for (size_t i = 0; i < f.route.size(); ++i) {
+    Link& l = links_[f.route[i]];
+    uint32_t s = f.slot[i];
+    FlowId moved = l.flows.back();
+    l.flows[s] = moved;
+    l.flows.pop_back();
+    if (moved != id) {
+      Flow& m = flows_[moved];
+      for (size_t j = 0; j < m.route.size(); ++j)
+        if (m.route[j] == f.route[i] && m.slot[j] == l.flows.size()) {
+          m.slot[j] = s;
+          break;
+        }
+    }
+    if (!l.flows.empty() && !l.dirty) {
+      l.dirty = true;
+      dirty_links_.push_back(f.route[i]);
+    }
+  }
+  f.active = false;
+  ++f.version;
+  --active_;
+  free_flows_.push_back(id);
+  return f.tag;
+}
+
+void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
+  Flow& f = flows_[id];
+  if (f.updated != now) {
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
+    f.updated = now;
+  }
+  if (rate == f.rate && f.finish != Time::max()) return;  // unchanged: the heap entry is still right
+  f.rate = rate;
+  f.finish = now + Time::from_seconds(f.remaining / rate);
+  ++f.version;
+  heap_.push(HeapEntry{f.finish, f.order, id, f.version});
+}
+
+void FlowNetwork::resolve(Time now) {
+  if (new_flows_.empty() && dirty_links_.empty()) return;
+  ++stamp_;
+  // Every seed not yet reached starts a component of its own; components are solved independently.
+  for (FlowId seed : new_flows_) {
+    if (!flows_[seed].active || flows_[seed].stamp == stamp_) continue;
+    bfs_flows_.assign(1, seed);
+    flows_[seed].stamp = stamp_;
+    collect_component(now);
+  }
+  for (LinkId seed : dirty_links_) {
+    Link& l = links_[seed];
+    l.dirty = false;
+    if (l.stamp == stamp_ || l.flows.empty()) continue;
+    bfs_flows_.clear();
+    for (FlowId f : l.flows)
+      if (flows_[f].stamp != stamp_) {
+        flows_[f].stamp = stamp_;
+        bfs_flows_.push_back(f);
+      }
+    collect_component(now);
+  }
+  new_flows_.clear();
+  dirty_links_.clear();
+}
+
+void FlowNetwork::collect_component(Time now) {
+  comp_flows_.clear();
+  comp_links_.clear();
+  while (!bfs_flows_.empty()) {
+    FlowId fid = bfs_flows_.back();
+    bfs_flows_.pop_back();
+    comp_flows_.push_back(fid);
+    for (LinkId lid : flows_[fid].route) {
+      Link& l = links_[lid];
+      if (l.stamp == stamp_) continue;
+      l.stamp = stamp_;
+      comp_links_.push_back(lid);
+      for (FlowId other : l.flows)
+        if (flows_[other].stamp != stamp_) {
+          flows_[other].stamp = stamp_;
+          bfs_flows_.push_back(other);
+        }
+    }
+  }
+  solve_component(now);
+}
+
+// Progressive filling: raise every unfixed flow's rate together; the first link to saturate (or flow to reach its
+// cap) fixes the flows that cross it; repeat with what is left. The result is the max-min fair allocation.
+void FlowNetwork::solve_component(Time now) {
+  ++solves_;
+  if (comp_flows_.size() == 1) {  // alone on its links: no sharing to solve
+    FlowId f = comp_flows_[0];
+    double r = flows_[f].cap;
+    for (LinkId l : flows_[f].route) r = std::min(r, links_[l].capacity);
+    set_rate(f, r, now);
+    return;
+  }
+  for (LinkId lid : comp_links_) {
+    Link& l = links_[lid];
+    l.residual = l.capacity;
+    l.unfixed = static_cast<uint32_t>(l.flows.size());
+  }
+  for (FlowId f : comp_flows_) flows_[f].fixed = false;
+  size_t left = comp_flows_.size();
+  constexpr double kTie = 1e-12;
+  std::vector<FlowId>& todo = bfs_flows_;  // reuse as scratch: empty here
+  while (left > 0) {
+    double share = std::numeric_limits<double>::infinity();
+    for (LinkId lid : comp_links_) {
+      const Link& l = links_[lid];
+      if (l.unfixed > 0) share = std::min(share, l.residual / l.unfixed);
+    }
+    for (FlowId f : comp_flows_)
+      if (!flows_[f].fixed) share = std::min(share, flows_[f].cap);
+    double limit = share * (1 + kTie);
+    todo.clear();
+    for (FlowId f : comp_flows_) {
+      Flow& fl = flows_[f];
+      if (fl.fixed) continue;
+      bool bottlenecked = fl.cap <= limit;
+      for (size_t i = 0; !bottlenecked && i < fl.route.size(); ++i) {
+        const Link& l = links_[fl.route[i]];
+        bottlenecked = l.residual / l.unfixed <= limit;
+      }
+      if (bottlenecked) todo.push_back(f);
+    }
+    for (FlowId f : todo) {
+      Flow& fl = flows_[f];
+      fl.fixed = true;
+      for (LinkId lid : fl.route) {
+        Link& l = links_[lid];
+        l.residual = std::max(0.0, l.residual - share);
+        --l.unfixed;
+      }
+      set_rate(f, share, now);
+    }
+    left -= todo.size();
+  }
+  todo.clear();
+}
+
+std::vector<FlowId> FlowNetwork::active_flow_ids() const {
+  std::vector<FlowId> out;
+  for (FlowId f = 0; f < flows_.size(); ++f)
+    if (flows_[f].active) out.push_back(f);
+  return out;
+}
+
+}  // namespace ddlsim

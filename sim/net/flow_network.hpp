@@ -1,0 +1,105 @@
+#pragma once
+// Flow-level (fluid) network: directed links with a capacity; flows drain at their max-min fair share of every
+// link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a flow after
+// its route latency (see Engine). Rates are recomputed only for the flows connected (through shared links,
+// transitively) to the ones that started or ended since the last resolve(); flows started at the same instant are
+// solved together. Completion times live in a heap and are re-keyed lazily (stale entries carry an old version).
+#include <cstdint>
+#include <queue>
+#include <span>
+#include <vector>
+
+#include "sim/core/units.hpp"
+
+namespace ddlsim {
+
+using LinkId = uint32_t;
+using FlowId = uint32_t;
+
+class FlowNetwork {
+ public:
+  LinkId add_link(Rate capacity, Time latency);
+  size_t link_count() const { return links_.size(); }
+  Rate capacity(LinkId l) const { return Rate{links_[l].capacity}; }
+  Time latency(LinkId l) const { return links_[l].latency; }
+  Time route_latency(std::span<const LinkId> route) const;
+  Rate route_capacity(std::span<const LinkId> route) const;  // the smallest capacity on the route
+
+  // Adds a flow of `bytes` over `route`, draining from `now`. rate_cap <= 0 means unbounded. `tag` is returned
+  // by pop_completion. The new rates take effect at the next resolve(now).
+  FlowId add_flow(std::span<const LinkId> route, double bytes, double rate_cap, uint64_t tag, Time now);
+  // Recomputes the rates of every flow connected to a flow added or removed since the last call.
+  void resolve(Time now);
+
+  bool empty() const { return active_ == 0; }
+  size_t active_flows() const { return active_; }
+  // Earliest completion among active flows (Time::max() when none). Valid after resolve().
+  Time next_completion();
+  // Removes the flow that completes at next_completion() and returns its tag. Call resolve(now) after popping
+  // every flow that completes at that instant.
+  uint64_t pop_completion();
+
+  double rate(FlowId f) const { return flows_[f].rate; }
+  std::span<const LinkId> route(FlowId f) const { return flows_[f].route; }
+  // Flow ids currently active (for tests and property checks).
+  std::vector<FlowId> active_flow_ids() const;
+
+  // Statistics for benchmarks.
+  uint64_t flows_started() const { return flows_started_; }
+  uint64_t component_solves() const { return solves_; }
+
+ private:
+  struct Link {
+    double capacity = 0;
+    Time latency;
+    std::vector<FlowId> flows;  // active flows on this link
+    uint32_t stamp = 0;
+    bool dirty = false;
+    double residual = 0;  // solver scratch
+    uint32_t unfixed = 0;
+  };
+  struct Flow {
+    std::vector<LinkId> route;
+    std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows
+    double remaining = 0;        // bytes left at `updated`
+    double rate = 0;
+    double cap = 0;
+    Time updated;
+    Time finish = Time::max();
+    uint64_t tag = 0;
+    uint64_t order = 0;  // creation order: ties in completion time break by it
+    uint32_t version = 0;
+    uint32_t stamp = 0;
+    bool active = false;
+    bool fixed = false;
+  };
+  struct HeapEntry {
+    Time finish;
+    uint64_t order;
+    FlowId flow;
+    uint32_t version;
+    bool operator>(const HeapEntry& o) const { return finish != o.finish ? finish > o.finish : order > o.order; }
+  };
+
+  void collect_component(Time now);
+  void solve_component(Time now);
+  void set_rate(FlowId f, double rate, Time now);
+  void drop_stale();
+
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_flows_;
+  std::vector<FlowId> new_flows_;
+  std::vector<LinkId> dirty_links_;
+  std::vector<FlowId> comp_flows_;
+  std::vector<LinkId> comp_links_;
+  std::vector<FlowId> bfs_flows_;
+  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
+  uint32_t stamp_ = 0;
+  size_t active_ = 0;
+  uint64_t next_order_ = 0;
+  uint64_t flows_started_ = 0;
+  uint64_t solves_ = 0;
+};
+
+}  // namespace ddlsim

@@ -1,0 +1,178 @@
+#include "sim/net/topology.hpp"
+
+#include <fmt/format.h>
+#include <limits>
+#include <queue>
+
+namespace ddlsim {
+
+const char* link_class_name(LinkClass c) {
+  switch (c) {
+    case LinkClass::NvLink: return "nvlink";
+    case LinkClass::Pcie: return "pcie";
+    case LinkClass::Host: return "host";
+    case LinkClass::Local: return "local";
+    case LinkClass::Global: return "global";
+  }
+  return "?";
+}
+
+VertexId Topology::add_vertex(VertexKind kind, int32_t node, std::string name, int32_t group) {
+  VertexId id = static_cast<VertexId>(vertices_.size());
+  vertices_.push_back(Vertex{kind, node, group, id, std::move(name)});
+  out_.emplace_back();
+  return id;
+}
+
+LinkId Topology::connect(VertexId a, VertexId b, LinkSpec spec, LinkClass cls) {
+  LinkId ab = static_cast<LinkId>(links_.size());
+  links_.push_back(DirectedLink{a, b, spec, cls});
+  links_.push_back(DirectedLink{b, a, spec, cls});
+  out_[a].push_back(ab);
+  out_[b].push_back(ab + 1);
+  return ab;
+}
+
+void Topology::build_network(FlowNetwork& net) const {
+  for (const DirectedLink& l : links_) net.add_link(l.spec.capacity, l.spec.latency);
+}
+
+namespace {
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser: a fixed, portable hash
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+Router::Router(const Topology& topo) : topo_(topo) {
+  for (VertexId v = 0; v < topo.vertex_count(); ++v)
+    if (topo.vertex(v).node < 0) switches_.push_back(v);
+}
+
+bool Router::same_node(VertexId a, VertexId b) const {
+  int32_t na = topo_.vertex(a).node;
+  return na >= 0 && na == topo_.vertex(b).node;
+}
+
+LinkId Router::link_between(VertexId a, VertexId b) const {
+  for (LinkId l : topo_.out_links(a))
+    if (topo_.links()[l].to == b) return l;
+  throw RoutingError(fmt::format("no link between {} and {}", topo_.vertex(a).name, topo_.vertex(b).name));
+}
+
+VertexId Router::attach_switch(VertexId nic) const {
+  for (LinkId l : topo_.out_links(nic)) {
+    VertexId to = topo_.links()[l].to;
+    if (topo_.vertex(to).node < 0) return to;
+  }
+  throw RoutingError(fmt::format("{} is not connected to the network", topo_.vertex(nic).name));
+}
+
+const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t path) {
+  uint64_t key = (static_cast<uint64_t>(path) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
+  auto it = routes_.find(key);
+  if (it != routes_.end()) return it->second;
+  std::vector<LinkId> out;
+  if (src == dst) {
+    // empty route: a rank talking to itself costs nothing on the network
+  } else if (same_node(src, dst)) {
+    intra(src, dst, out);
+  } else {
+    VertexId nic_s = topo_.vertex(src).nic, nic_d = topo_.vertex(dst).nic;
+    if (nic_s != src) intra(src, nic_s, out);
+    VertexId sa = attach_switch(nic_s), sb = attach_switch(nic_d);
+    out.push_back(link_between(nic_s, sa));
+    uint64_t salt = mix((static_cast<uint64_t>(nic_s) << 32) | nic_d);
+    if (path > 0 && switches_.size() > 2) {
+      size_t pick = mix(salt + path) % switches_.size();
+      VertexId mid = switches_[pick];
+      while (mid == sa || mid == sb) mid = switches_[++pick % switches_.size()];
+      fabric(sa, mid, salt, out);
+      fabric(mid, sb, salt + 1, out);
+    } else {
+      fabric(sa, sb, salt, out);
+    }
+    out.push_back(link_between(sb, nic_d));
+    if (nic_d != dst) intra(nic_d, dst, out);
+  }
+  return routes_.emplace(key, std::move(out)).first->second;
+}
+
+const std::vector<uint16_t>& Router::distances_to(VertexId sw) {
+  auto it = dist_.find(sw);
+  if (it != dist_.end()) return it->second;
+  // Distances indexed by vertex id, only fabric switches filled in; the fabric is symmetric (cables).
+  std::vector<uint16_t> d(topo_.vertex_count(), UINT16_MAX);
+  std::queue<VertexId> q;
+  d[sw] = 0;
+  q.push(sw);
+  while (!q.empty()) {
+    VertexId v = q.front();
+    q.pop();
+    for (LinkId l : topo_.out_links(v)) {
+      VertexId to = topo_.links()[l].to;
+      if (topo_.vertex(to).node >= 0 || d[to] != UINT16_MAX) continue;
+      d[to] = static_cast<uint16_t>(d[v] + 1);
+      q.push(to);
+    }
+  }
+  return dist_.emplace(sw, std::move(d)).first->second;
+}
+
+void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkId>& out) {
+  const std::vector<uint16_t>& d = distances_to(to);
+  if (d[from] == UINT16_MAX)
+    throw RoutingError(
+        fmt::format("no route from switch {} to switch {}", topo_.vertex(from).name, topo_.vertex(to).name));
+  std::vector<LinkId> candidates;
+  for (VertexId cur = from; cur != to;) {
+    candidates.clear();
+    for (LinkId l : topo_.out_links(cur)) {
+      VertexId next = topo_.links()[l].to;
+      if (topo_.vertex(next).node < 0 && d[next] + 1 == d[cur]) candidates.push_back(l);
+    }
+    LinkId pick = candidates[mix(salt ^ cur) % candidates.size()];
+    out.push_back(pick);
+    cur = topo_.links()[pick].to;
+  }
+}
+
+void Router::intra(VertexId src, VertexId dst, std::vector<LinkId>& out) {
+  uint64_t key = (static_cast<uint64_t>(src) << 32) | dst;
+  auto it = intra_.find(key);
+  if (it == intra_.end()) {
+    // Dijkstra inside the node: cost = latency + time of 1 MB, so fat links (NVLink) win over PCIe detours.
+    int32_t node = topo_.vertex(src).node;
+    std::unordered_map<VertexId, std::pair<double, LinkId>> best;
+    using Item = std::pair<double, VertexId>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    best[src] = {0.0, UINT32_MAX};
+    pq.push({0.0, src});
+    while (!pq.empty()) {
+      auto [c, v] = pq.top();
+      pq.pop();
+      if (c > best[v].first || v == dst) continue;
+      for (LinkId l : topo_.out_links(v)) {
+        const DirectedLink& dl = topo_.links()[l];
+        if (topo_.vertex(dl.to).node != node) continue;
+        double nc = c + dl.spec.latency.seconds() + 1e6 / dl.spec.capacity.value;
+        auto b = best.find(dl.to);
+        if (b == best.end() || nc < b->second.first) {
+          best[dl.to] = {nc, l};
+          pq.push({nc, dl.to});
+        }
+      }
+    }
+    if (!best.count(dst))
+      throw RoutingError(
+          fmt::format("no route inside node {} from {} to {}", node, topo_.vertex(src).name, topo_.vertex(dst).name));
+    std::vector<LinkId> path;
+    for (VertexId v = dst; v != src; v = topo_.links()[best[v].second].from) path.push_back(best[v].second);
+    it = intra_.emplace(key, std::vector<LinkId>(path.rbegin(), path.rend())).first;
+  }
+  out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+}  // namespace ddlsim

@@ -1,0 +1,98 @@
+#pragma once
+// The cluster as a graph: vertices (GPUs, CPUs, NICs, PCIe and NVLink switches, network switches) joined by cables;
+// every cable is two directed links (split duplex). LinkIds index links() and are the FlowNetwork's link ids.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/core/units.hpp"
+#include "sim/net/flow_network.hpp"
+
+namespace ddlsim {
+
+using VertexId = uint32_t;
+constexpr VertexId kNoVertex = UINT32_MAX;
+
+enum class VertexKind : uint8_t { Gpu, Cpu, Nic, PcieSwitch, NvSwitch, Switch };
+// What a link is, for reports and for calibration classes.
+enum class LinkClass : uint8_t { NvLink, Pcie, Host, Local, Global };
+const char* link_class_name(LinkClass c);
+
+struct LinkSpec {
+  Rate capacity;
+  Time latency;
+};
+
+struct Vertex {
+  VertexKind kind;
+  int32_t node = -1;   // host node index, -1 for fabric switches
+  int32_t group = -1;  // dragonfly group (fabric switches only), -1 otherwise
+  VertexId nic = kNoVertex;  // for endpoints: the NIC they use to leave the node (itself if it is on the fabric)
+  std::string name;
+};
+
+struct DirectedLink {
+  VertexId from, to;
+  LinkSpec spec;
+  LinkClass cls;
+};
+
+class Topology {
+ public:
+  VertexId add_vertex(VertexKind kind, int32_t node, std::string name, int32_t group = -1);
+  // A cable: links a→b and b→a with the same spec. Returns the id of a→b (b→a is that + 1).
+  LinkId connect(VertexId a, VertexId b, LinkSpec spec, LinkClass cls);
+  void set_nic(VertexId endpoint, VertexId nic) { vertices_[endpoint].nic = nic; }
+  // Changes both directions of the cable that link `l` belongs to (cables are pairs 2k, 2k+1).
+  void set_cable_spec(LinkId l, LinkSpec spec) {
+    links_[l].spec = spec;
+    links_[l ^ 1u].spec = spec;
+  }
+
+  const Vertex& vertex(VertexId v) const { return vertices_[v]; }
+  size_t vertex_count() const { return vertices_.size(); }
+  const std::vector<DirectedLink>& links() const { return links_; }
+  const std::vector<LinkId>& out_links(VertexId v) const { return out_[v]; }
+  bool on_fabric(VertexId v) const { return vertices_[v].node < 0 || vertices_[v].kind == VertexKind::Nic; }
+  // Adds every link to `net` in id order, so LinkIds agree.
+  void build_network(FlowNetwork& net) const;
+
+ private:
+  std::vector<Vertex> vertices_;
+  std::vector<DirectedLink> links_;
+  std::vector<std::vector<LinkId>> out_;
+};
+
+// Minimal routing with deterministic ECMP: inside a node, the cheapest path (latency + 1 MB at the link's speed);
+// across nodes, endpoint → its NIC → fabric switches by fewest hops → NIC → endpoint. Among equal-hop next hops
+// the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path > 0` asks for
+// a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath splitting.
+class Router {
+ public:
+  explicit Router(const Topology& topo);
+  // Throws RoutingError when no path exists.
+  const std::vector<LinkId>& route(VertexId src, VertexId dst, uint32_t path = 0);
+  bool same_node(VertexId a, VertexId b) const;
+
+ private:
+  void intra(VertexId src, VertexId dst, std::vector<LinkId>& out);
+  void fabric(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
+  const std::vector<uint16_t>& distances_to(VertexId sw);
+  VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
+  LinkId link_between(VertexId a, VertexId b) const;
+
+  const Topology& topo_;
+  std::unordered_map<uint64_t, std::vector<LinkId>> routes_;
+  std::unordered_map<uint64_t, std::vector<LinkId>> intra_;
+  std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
+  std::vector<VertexId> switches_;
+};
+
+class RoutingError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace ddlsim

@@ -1,0 +1,243 @@
+#include "sim/train/collective.hpp"
+
+#include <bit>
+#include <fmt/format.h>
+#include <stdexcept>
+
+namespace ddlsim {
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::HalvingDoubling: return "rhd";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::Direct: return "direct";
+    case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::ReduceScatter: return "reduce-scatter";
+    case Algorithm::AllGather: return "all-gather";
+    case Algorithm::Broadcast: return "broadcast";
+    case Algorithm::ParameterServer: return "ps";
+  }
+  return "?";
+}
+
+uint64_t CollectivePlan::message_count() const {
+  uint64_t n = 0;
+  std::vector<Send> out;
+  for (uint32_t s = 0; s < rounds_; ++s)
+    for (uint32_t r = 0; r < members_; ++r) {
+      out.clear();
+      sends(r, s, out);
+      n += out.size();
+    }
+  return n;
+}
+
+namespace {
+
+// Ring over all members: `reduce_rounds` rounds of reduce-scatter then `gather_rounds` of all-gather, n/p each.
+class RingPlan : public CollectivePlan {
+ public:
+  RingPlan(uint32_t p, double n, bool scatter, bool gather)
+      : CollectivePlan(p, (scatter ? p - 1 : 0) + (gather ? p - 1 : 0), n), scatter_(scatter) {}
+  void sends(uint32_t r, uint32_t, std::vector<Send>& out) const override {
+    out.push_back({(r + 1) % members_, bytes_ / members_});
+  }
+  uint32_t receives(uint32_t, uint32_t) const override { return 1; }
+  double reduce_bytes(uint32_t, uint32_t s) const override {
+    return scatter_ && s < members_ - 1 ? bytes_ / members_ : 0;
+  }
+  uint32_t round_class(uint32_t s) const override { return scatter_ && s < members_ - 1 ? 0 : 1; }
+
+ private:
+  bool scatter_;
+};
+
+// Rabenseifner. Non-powers of two: the `extra` ranks above the largest power of two q first hand their buffer to
+// rank r-q (which reduces it) and get the result back at the end.
+class HalvingDoublingPlan : public CollectivePlan {
+ public:
+  HalvingDoublingPlan(uint32_t p, double n)
+      : CollectivePlan(p, 0, n), q_(std::bit_floor(p)), log_(std::countr_zero(std::bit_floor(p))), extra_(p - q_) {
+    rounds_ = 2 * log_ + (extra_ > 0 ? 2 : 0);
+  }
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    uint32_t pre = extra_ > 0 ? 1 : 0;
+    if (pre && s == 0) {
+      if (r >= q_) out.push_back({r - q_, bytes_});
+      return;
+    }
+    if (pre && s == rounds_ - 1) {
+      if (r < extra_) out.push_back({r + q_, bytes_});
+      return;
+    }
+    if (r >= q_) return;
+    uint32_t k = s - pre;
+    out.push_back({partner(r, k), chunk(k)});
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    uint32_t pre = extra_ > 0 ? 1 : 0;
+    if (pre && s == 0) return r < extra_ ? 1 : 0;
+    if (pre && s == rounds_ - 1) return r >= q_ ? 1 : 0;
+    return r < q_ ? 1 : 0;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
+    uint32_t pre = extra_ > 0 ? 1 : 0;
+    if (pre && s == 0) return r < extra_ ? bytes_ : 0;
+    if (r >= q_ || (pre && s == rounds_ - 1)) return 0;
+    uint32_t k = s - pre;
+    return k < log_ ? chunk(k) : 0;
+  }
+
+ private:
+  // Halving step k exchanges with the rank q/2^(k+1) away and n/2^(k+1) bytes; doubling mirrors it.
+  uint32_t partner(uint32_t r, uint32_t k) const {
+    uint32_t level = k < log_ ? k : 2 * log_ - 1 - k;
+    return r ^ (q_ >> (level + 1));
+  }
+  double chunk(uint32_t k) const {
+    uint32_t level = k < log_ ? k : 2 * log_ - 1 - k;
+    return bytes_ / static_cast<double>(2u << level);
+  }
+  uint32_t q_, log_, extra_;
+};
+
+// Binary tree rooted at member 0 (children 2r+1, 2r+2). Reduce: a member sends to its parent in the round equal to
+// its subtree height; broadcast: the member at depth d sends to its children in round H + d.
+class TreePlan : public CollectivePlan {
+ public:
+  TreePlan(uint32_t p, double n, bool reduce, bool broadcast)
+      : CollectivePlan(p, 0, n), reduce_(reduce), height_(p), depth_(p) {
+    for (uint32_t r = p; r-- > 0;) {
+      uint32_t h = 0;
+      for (uint32_t c : {2 * r + 1, 2 * r + 2})
+        if (c < p) h = std::max(h, height_[c] + 1);
+      height_[r] = h;
+    }
+    for (uint32_t r = 0; r < p; ++r) depth_[r] = r == 0 ? 0 : depth_[(r - 1) / 2] + 1;
+    tree_height_ = height_[0];
+    rounds_ = (reduce ? tree_height_ : 0) + (broadcast ? tree_height_ : 0);
+  }
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    if (reduce_ && s < tree_height_) {
+      if (r != 0 && height_[r] == s) out.push_back({(r - 1) / 2, bytes_});
+      return;
+    }
+    uint32_t d = s - (reduce_ ? tree_height_ : 0);
+    if (depth_[r] != d) return;
+    for (uint32_t c : {2 * r + 1, 2 * r + 2})
+      if (c < members_) out.push_back({c, bytes_});
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    if (reduce_ && s < tree_height_) {
+      uint32_t n = 0;
+      for (uint32_t c : {2 * r + 1, 2 * r + 2})
+        if (c < members_ && height_[c] == s) ++n;
+      return n;
+    }
+    uint32_t d = s - (reduce_ ? tree_height_ : 0);
+    return r != 0 && depth_[r] == d + 1 ? 1 : 0;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
+    return reduce_ && s < tree_height_ ? receives(r, s) * bytes_ : 0;
+  }
+
+ private:
+  bool reduce_;
+  std::vector<uint32_t> height_, depth_;
+  uint32_t tree_height_ = 0;
+};
+
+class DirectPlan : public CollectivePlan {
+ public:
+  DirectPlan(uint32_t p, double n) : CollectivePlan(p, 1, n) {}
+  void sends(uint32_t r, uint32_t, std::vector<Send>& out) const override {
+    for (uint32_t k = 1; k < members_; ++k) out.push_back({(r + k) % members_, bytes_});
+  }
+  uint32_t receives(uint32_t, uint32_t) const override { return members_ - 1; }
+  double reduce_bytes(uint32_t, uint32_t) const override { return (members_ - 1) * bytes_; }
+};
+
+// Members are node-major: member r is local rank r % g of node r / g.
+class HierarchicalPlan : public CollectivePlan {
+ public:
+  HierarchicalPlan(uint32_t p, uint32_t g, double n) : CollectivePlan(p, 0, n), g_(g), nodes_(p / g) {
+    rounds_ = 2 * (g_ - 1) + 2 * (nodes_ - 1);
+  }
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    uint32_t node = r / g_, local = r % g_;
+    if (s < g_ - 1 || s >= g_ - 1 + 2 * (nodes_ - 1)) {
+      out.push_back({node * g_ + (local + 1) % g_, bytes_ / g_});
+    } else {
+      out.push_back({((node + 1) % nodes_) * g_ + local, bytes_ / (g_ * nodes_)});
+    }
+  }
+  uint32_t receives(uint32_t, uint32_t) const override { return 1; }
+  double reduce_bytes(uint32_t, uint32_t s) const override {
+    if (s < g_ - 1) return bytes_ / g_;
+    if (s < g_ - 1 + nodes_ - 1) return bytes_ / (g_ * nodes_);
+    return 0;
+  }
+  uint32_t round_class(uint32_t s) const override {
+    if (s < g_ - 1) return 0;
+    if (s < g_ - 1 + nodes_ - 1) return 1;
+    if (s < g_ - 1 + 2 * (nodes_ - 1)) return 2;
+    return 3;
+  }
+
+ private:
+  uint32_t g_, nodes_;
+};
+
+// Members 0..p-1 are workers, p..p+k-1 servers. Round 0: every worker pushes n/k to every server; servers
+// aggregate p shards. Round 1: every server sends its n/k shard back to every worker. A worker colocated with a
+// server still "sends" to it: the endpoints decide whether that crosses a link.
+class ParameterServerPlan : public CollectivePlan {
+ public:
+  ParameterServerPlan(uint32_t p, uint32_t k, double n) : CollectivePlan(p + k, 2, n), workers_(p), servers_(k) {}
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    double shard = bytes_ / servers_;
+    if (s == 0 && r < workers_)
+      for (uint32_t j = 0; j < servers_; ++j) out.push_back({workers_ + (r + j) % servers_, shard});
+    if (s == 1 && r >= workers_)
+      for (uint32_t w = 0; w < workers_; ++w) out.push_back({(w + r) % workers_, shard});
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    if (s == 0) return r >= workers_ ? workers_ : 0;
+    return r < workers_ ? servers_ : 0;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
+    return s == 0 && r >= workers_ ? workers_ * (bytes_ / servers_) : 0;
+  }
+
+ private:
+  uint32_t workers_, servers_;
+};
+
+}  // namespace
+
+std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
+  if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
+  uint32_t p = c.ranks;
+  switch (c.algorithm) {
+    case Algorithm::Ring: return std::make_unique<RingPlan>(p, c.bytes, true, true);
+    case Algorithm::ReduceScatter: return std::make_unique<RingPlan>(p, c.bytes, true, false);
+    case Algorithm::AllGather: return std::make_unique<RingPlan>(p, c.bytes, false, true);
+    case Algorithm::HalvingDoubling: return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
+    case Algorithm::Tree: return std::make_unique<TreePlan>(p, c.bytes, true, true);
+    case Algorithm::Broadcast: return std::make_unique<TreePlan>(p, c.bytes, false, true);
+    case Algorithm::Direct: return std::make_unique<DirectPlan>(p, c.bytes);
+    case Algorithm::Hierarchical:
+      if (c.ranks_per_node == 0 || p % c.ranks_per_node != 0)
+        throw std::invalid_argument(
+            fmt::format("hierarchical allreduce needs ranks ({}) to be a multiple of ranks per node ({})", p,
+                        c.ranks_per_node));
+      return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes);
+    case Algorithm::ParameterServer:
+      if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");
+      return std::make_unique<ParameterServerPlan>(p, c.servers, c.bytes);
+  }
+  throw std::invalid_argument("unknown algorithm");
+}
+
+}  // namespace ddlsim

@@ -1,0 +1,63 @@
+#pragma once
+// Communication patterns as round plans. A plan says, for every member r and round s, which messages r sends,
+// how many it receives and how many bytes it reduces before it may start round s+1. The engine runs a plan either
+// message by message on the flow network, or (when provably identical) with the closed max-plus recursion.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ddlsim {
+
+enum class Algorithm : uint8_t {
+  Ring,               // ring allreduce: reduce-scatter + all-gather, n/p per step
+  HalvingDoubling,    // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
+  Tree,               // binary tree reduce to rank 0, then broadcast
+  Direct,             // every rank sends its whole buffer to every other rank: p(p-1) messages
+  Hierarchical,       // intra-node ring reduce-scatter, inter-node rings (one per local rank), intra-node all-gather
+  ReduceScatter,      // ring reduce-scatter alone (ZeRO)
+  AllGather,          // ring all-gather alone (ZeRO)
+  Broadcast,          // binary-tree broadcast from rank 0 (initial weights)
+  ParameterServer,    // workers push shards to k servers, servers aggregate, workers pull
+};
+const char* algorithm_name(Algorithm a);
+
+struct Send {
+  uint32_t peer;  // member index
+  double bytes;
+};
+
+class CollectivePlan {
+ public:
+  virtual ~CollectivePlan() = default;
+  uint32_t members() const { return members_; }
+  uint32_t rounds() const { return rounds_; }
+  virtual void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const = 0;
+  virtual uint32_t receives(uint32_t r, uint32_t s) const = 0;
+  virtual double reduce_bytes(uint32_t r, uint32_t s) const = 0;
+  // Rounds with the same class have the same messages for every member (used to skip periodic rounds).
+  virtual uint32_t round_class(uint32_t s) const { return s; }
+  // Bytes a member contributes (n): for reports (algbw = n / time).
+  double bytes() const { return bytes_; }
+  uint64_t message_count() const;
+
+ protected:
+  CollectivePlan(uint32_t members, uint32_t rounds, double bytes) : members_(members), rounds_(rounds), bytes_(bytes) {}
+  uint32_t members_;
+  uint32_t rounds_;
+  double bytes_;
+};
+
+struct CollectiveShape {
+  Algorithm algorithm = Algorithm::Ring;
+  uint32_t ranks = 0;           // workers (GPUs)
+  uint32_t ranks_per_node = 1;  // for Hierarchical
+  uint32_t servers = 0;         // for ParameterServer: members ranks..ranks+servers-1 are the servers
+  double bytes = 0;             // per-rank buffer n
+};
+
+// Throws std::invalid_argument when the shape does not fit the algorithm (e.g. hierarchical with ranks not a
+// multiple of ranks_per_node, ps without servers).
+std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& shape);
+
+}  // namespace ddlsim

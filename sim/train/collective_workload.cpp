@@ -1,0 +1,103 @@
+#include "sim/train/collective_workload.hpp"
+
+#include <fmt/format.h>
+
+namespace ddlsim {
+
+double bus_factor(const std::string& collective, int64_t p) {
+  if (p <= 1) return 0;
+  double pd = static_cast<double>(p);
+  if (collective == "allreduce") return 2 * (pd - 1) / pd;
+  if (collective == "reduce-scatter" || collective == "all-gather") return (pd - 1) / pd;
+  return 1;  // broadcast
+}
+
+Algorithm collective_algorithm(const std::string& collective, const StrategySpec& s) {
+  const std::string& n = s.name;
+  if (collective == "allreduce") {
+    if (n == "ring") return Algorithm::Ring;
+    if (n == "rhd" || n == "halving-doubling") return Algorithm::HalvingDoubling;
+    if (n == "tree") return Algorithm::Tree;
+    if (n == "direct") return Algorithm::Direct;
+    if (n == "hierarchical") return Algorithm::Hierarchical;
+    if (n == "ps") return Algorithm::ParameterServer;
+  } else if (collective == "reduce-scatter" && n == "ring") {
+    return Algorithm::ReduceScatter;
+  } else if (collective == "all-gather" && n == "ring") {
+    return Algorithm::AllGather;
+  } else if (collective == "broadcast" && n == "tree") {
+    return Algorithm::Broadcast;
+  }
+  YamlNode where = s.node.is_scalar() ? s.node : s.node["name"];
+  where.fail(fmt::format("strategy \"{}\" cannot run a {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
+                         "reduce-scatter/all-gather: ring; broadcast: tree)",
+                         n, collective));
+}
+
+CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
+                                         EngineOptions options) {
+  Algorithm algo = collective_algorithm(sc.collective_kind, st);
+  ServerHosts hosts;
+  uint32_t servers = 0;
+  bool dedicated = true;
+  if (!st.node.is_scalar()) {
+    if (algo == Algorithm::ParameterServer)
+      st.node.expect_keys({"name", "label", "servers", "placement", "link"});
+    else
+      st.node.expect_keys({"name", "label"});
+  }
+  if (algo == Algorithm::ParameterServer) {
+    servers = 1;
+    if (!st.node.is_scalar()) {
+      if (auto k = st.node.get("servers")) {
+        int64_t v = k->as_int();
+        if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
+        servers = static_cast<uint32_t>(v);
+      }
+      if (auto pl = st.node.get("placement")) {
+        std::string p = pl->as_string();
+        if (p != "dedicated" && p != "colocated") pl->fail("placement must be dedicated or colocated");
+        dedicated = p == "dedicated";
+      }
+      if (auto l = st.node.get("link")) {
+        l->expect_keys({"bandwidth", "latency"});
+        hosts.link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
+      }
+    }
+    if (dedicated) hosts.count = servers;
+  }
+  Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
+  uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
+  CollectiveShape shape{algo, p, static_cast<uint32_t>(cluster.gpus_per_node), servers, sc.bytes};
+  CollectiveTask task;
+  try {
+    task.plan = make_plan(shape);
+  } catch (const std::invalid_argument& e) {
+    st.node.fail(e.what());
+  }
+  task.members = cluster.gpus;
+  if (algo == Algorithm::ParameterServer) {
+    task.first_server = p;
+    task.reduce_on_cpu_for_servers = true;
+    for (uint32_t j = 0; j < servers; ++j)
+      task.members.push_back(dedicated ? cluster.servers[j] : cluster.cpus[j % cluster.cpus.size()]);
+  }
+  task.isolated = true;
+  TaskGraph graph;
+  graph.add_collective(std::move(task), 0, graph.label(st.label));
+  graph.finalize();
+  Engine engine(cluster.topo, cluster.comm, graph, options);
+  Time t = engine.run();
+  CollectiveResult r;
+  r.strategy = st.label;
+  r.gpus = p;
+  r.nodes = nodes;
+  r.bytes = sc.bytes;
+  r.time_s = t.seconds();
+  r.algbw = r.time_s > 0 ? sc.bytes / r.time_s : 0;
+  r.busbw = r.algbw * bus_factor(sc.collective_kind, p);
+  r.stats = engine.stats();
+  return r;
+}
+
+}  // namespace ddlsim

@@ -1,0 +1,390 @@
+#include "sim/train/engine.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace ddlsim {
+
+namespace {
+constexpr uint64_t kMessageTag = 1ULL << 63;
+}
+
+struct Engine::CollectiveRun {
+  TaskId task;
+  const CollectiveTask* spec;
+  const CollectivePlan* plan;
+  std::vector<uint32_t> round, sends_left, recvs_left;
+  std::unordered_map<uint64_t, uint32_t> early;  // (member << 32 | round) -> arrivals before the member got there
+  std::vector<Message> messages;
+  std::vector<uint32_t> free_messages;
+  uint32_t done = 0;
+  std::vector<Send> scratch;
+};
+
+Engine::Engine(const Topology& topo, const CommModel& comm, const TaskGraph& graph, EngineOptions options)
+    : topo_(topo), comm_(comm), graph_(graph), options_(options), router_(topo) {
+  topo.build_network(net_);
+  records_.resize(graph.size());
+  waiting_.resize(graph.size());
+  parts_left_.resize(graph.size());
+  resource_busy_.resize(graph.resource_count());
+  resource_queue_.resize(graph.resource_count());
+}
+
+Engine::~Engine() = default;
+
+void Engine::schedule(Time t, EventKind kind, uint32_t a, uint32_t b) {
+  queue_.push(Event{t, seq_++, kind, a, b});
+}
+
+Time Engine::run() {
+  for (TaskId t = 0; t < graph_.size(); ++t) waiting_[t] = graph_.predecessor_count(t);
+  for (TaskId t = 0; t < graph_.size(); ++t)
+    if (waiting_[t] == 0) ready(t);
+  Time last;
+  while (true) {
+    Time t_net = net_.next_completion();
+    Time t_ev = queue_.empty() ? Time::max() : queue_.top().time;
+    Time t = std::min(t_net, t_ev);
+    if (t == Time::max()) break;
+    now_ = t;
+    last = t;
+    // Everything at this instant first, then one rate update: simultaneous starts are solved together.
+    while (true) {
+      if (net_.next_completion() == now_) {
+        flow_done(net_.pop_completion());
+        continue;
+      }
+      if (!queue_.empty() && queue_.top().time == now_) {
+        Event e = queue_.top();
+        queue_.pop();
+        ++stats_.events;
+        handle(e);
+        continue;
+      }
+      break;
+    }
+    net_.resolve(now_);
+  }
+  for (TaskId t = 0; t < graph_.size(); ++t)
+    if (records_[t].end == Time::max()) throw std::logic_error("task graph has a cycle or a task never ran");
+  stats_.flows = net_.flows_started();
+  return last;
+}
+
+void Engine::handle(const Event& e) {
+  switch (e.kind) {
+    case EventKind::TaskEnd: finish(e.a); break;
+    case EventKind::FlowStart: {
+      FlowRequest& r = requests_[e.a];
+      net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now_);
+      free_requests_.push_back(e.a);
+      --pending_flow_starts_;
+      break;
+    }
+    case EventKind::MessageDone: flow_done((static_cast<uint64_t>(e.a) << 32) | e.b | kMessageTag); break;
+    case EventKind::RoundDone: enter_round(e.a, e.b, runs_[e.a]->round[e.b] + 1); break;
+  }
+}
+
+void Engine::ready(TaskId t) {
+  uint32_t res = graph_.task(t).resource;
+  if (res != kNoResource) {
+    if (resource_busy_[res]) {
+      resource_queue_[res].push(t);
+      return;
+    }
+    resource_busy_[res] = true;
+  }
+  start(t);
+}
+
+void Engine::start(TaskId t) {
+  const Task& task = graph_.task(t);
+  records_[t].start = now_;
+  switch (task.kind) {
+    case TaskKind::Compute:
+    case TaskKind::Delay: schedule(now_ + task.duration, EventKind::TaskEnd, t); break;
+    case TaskKind::Transfer: start_transfer(t); break;
+    case TaskKind::Collective: start_collective(t); break;
+  }
+}
+
+void Engine::finish(TaskId t) {
+  records_[t].end = now_;
+  uint32_t res = graph_.task(t).resource;
+  if (res != kNoResource) {
+    if (resource_queue_[res].empty()) {
+      resource_busy_[res] = false;
+    } else {
+      TaskId next = resource_queue_[res].front();
+      resource_queue_[res].pop();
+      start(next);
+    }
+  }
+  auto [b, e] = graph_.successors(t);
+  for (const TaskId* s = b; s != e; ++s)
+    if (--waiting_[*s] == 0) ready(*s);
+}
+
+void Engine::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate) {
+  const std::vector<LinkId>& route = router_.route(src, dst);
+  const CommRange& range = (router_.same_node(src, dst) ? comm_.intra : comm_.inter).lookup(bytes);
+  latency = net_.route_latency(route) + range.alpha;
+  rate = net_.route_capacity(route).value * range.efficiency;
+  if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
+}
+
+uint32_t Engine::send(VertexId src, VertexId dst, double bytes, uint64_t tag) {
+  if (now_ < isolated_until_)
+    throw std::logic_error("a transfer started while an isolated collective owned the network");
+  const CommClass& cls = router_.same_node(src, dst) ? comm_.intra : comm_.inter;
+  const CommRange& range = cls.lookup(bytes);
+  uint32_t paths = router_.same_node(src, dst) ? 1 : std::max<uint32_t>(1, comm_.multipath);
+  for (uint32_t p = 0; p < paths; ++p) {
+    const std::vector<LinkId>& route = router_.route(src, dst, p);
+    double rate_cap = net_.route_capacity(route).value * range.efficiency;
+    if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
+    if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
+    uint32_t slot;
+    if (free_requests_.empty()) {
+      slot = static_cast<uint32_t>(requests_.size());
+      requests_.emplace_back();
+    } else {
+      slot = free_requests_.back();
+      free_requests_.pop_back();
+    }
+    requests_[slot] = FlowRequest{&route, bytes / paths, rate_cap, tag};
+    ++pending_flow_starts_;
+    schedule(now_ + net_.route_latency(route) + range.alpha, EventKind::FlowStart, slot);
+  }
+  return paths;
+}
+
+void Engine::start_transfer(TaskId t) {
+  const Task& task = graph_.task(t);
+  ++stats_.messages;
+  if (task.src == task.dst) {
+    schedule(now_, EventKind::TaskEnd, t);
+    return;
+  }
+  parts_left_[t] = static_cast<uint8_t>(send(task.src, task.dst, task.bytes, t));
+}
+
+void Engine::flow_done(uint64_t tag) {
+  if (tag & kMessageTag) {
+    message_done(static_cast<uint32_t>((tag >> 32) & 0x7fffffff), static_cast<uint32_t>(tag));
+    return;
+  }
+  TaskId t = static_cast<TaskId>(tag);
+  if (--parts_left_[t] == 0) finish(t);
+}
+
+Time Engine::reduce_delay(const CollectiveRun& run, uint32_t member, uint32_t round) const {
+  double bytes = run.plan->reduce_bytes(member, round);
+  if (bytes <= 0) return Time();
+  bool cpu = run.spec->reduce_on_cpu_for_servers && member >= run.spec->first_server;
+  return Time::from_seconds(bytes * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu));
+}
+
+void Engine::start_collective(TaskId t) {
+  if (options_.fast_collectives && try_fast_collective(t)) return;
+  ++stats_.slow_collectives;
+  const CollectiveTask& spec = graph_.collectives()[graph_.task(t).collective];
+  auto run = std::make_unique<CollectiveRun>();
+  run->task = t;
+  run->spec = &spec;
+  run->plan = spec.plan.get();
+  uint32_t p = run->plan->members();
+  run->round.assign(p, 0);
+  run->sends_left.assign(p, 0);
+  run->recvs_left.assign(p, 0);
+  uint32_t id = static_cast<uint32_t>(runs_.size());
+  runs_.push_back(std::move(run));
+  if (p == 0 || runs_[id]->plan->rounds() == 0) {
+    runs_[id].reset();
+    schedule(now_, EventKind::TaskEnd, t);
+    return;
+  }
+  for (uint32_t m = 0; m < p; ++m) enter_round(id, m, 0);
+}
+
+void Engine::enter_round(uint32_t id, uint32_t m, uint32_t s) {
+  CollectiveRun& run = *runs_[id];
+  const CollectivePlan& plan = *run.plan;
+  while (true) {
+    run.round[m] = s;
+    if (s == plan.rounds()) {
+      if (++run.done == plan.members()) {
+        TaskId t = run.task;
+        runs_[id].reset();
+        finish(t);
+      }
+      return;
+    }
+    run.scratch.clear();
+    plan.sends(m, s, run.scratch);
+    run.sends_left[m] = static_cast<uint32_t>(run.scratch.size());
+    uint32_t recvs = plan.receives(m, s);
+    if (!run.early.empty()) {
+      auto it = run.early.find((static_cast<uint64_t>(m) << 32) | s);
+      if (it != run.early.end()) {
+        recvs -= it->second;
+        run.early.erase(it);
+      }
+    }
+    run.recvs_left[m] = recvs;
+    for (const Send& snd : run.scratch) {
+      uint32_t slot;
+      if (run.free_messages.empty()) {
+        slot = static_cast<uint32_t>(run.messages.size());
+        run.messages.push_back({});
+      } else {
+        slot = run.free_messages.back();
+        run.free_messages.pop_back();
+      }
+      run.messages[slot] = Message{m, snd.peer, s, 1};
+      ++stats_.messages;
+      uint64_t tag = kMessageTag | (static_cast<uint64_t>(id) << 32) | slot;
+      VertexId src = run.spec->members[m], dst = run.spec->members[snd.peer];
+      if (src == dst) {
+        schedule(now_, EventKind::MessageDone, id, slot);
+      } else {
+        run.messages[slot].parts = send(src, dst, snd.bytes, tag);
+      }
+    }
+    if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
+    Time delay = reduce_delay(run, m, s);
+    if (delay > Time()) {
+      schedule(now_ + delay, EventKind::RoundDone, id, m);
+      return;
+    }
+    ++s;
+  }
+}
+
+void Engine::round_complete(uint32_t id, uint32_t m) {
+  CollectiveRun& run = *runs_[id];
+  Time delay = reduce_delay(run, m, run.round[m]);
+  if (delay > Time()) {
+    schedule(now_ + delay, EventKind::RoundDone, id, m);
+    return;
+  }
+  enter_round(id, m, run.round[m] + 1);
+}
+
+void Engine::message_done(uint32_t id, uint32_t slot) {
+  CollectiveRun& run = *runs_[id];
+  if (--run.messages[slot].parts > 0) return;  // other paths of a split message still draining
+  Message msg = run.messages[slot];
+  run.free_messages.push_back(slot);
+  bool sender_ready = --run.sends_left[msg.from] == 0 && run.recvs_left[msg.from] == 0;
+  if (run.round[msg.to] == msg.round) {
+    bool receiver_ready = --run.recvs_left[msg.to] == 0 && run.sends_left[msg.to] == 0;
+    if (receiver_ready && msg.to != msg.from) round_complete(id, msg.to);
+  } else {
+    ++run.early[(static_cast<uint64_t>(msg.to) << 32) | msg.round];
+  }
+  if (sender_ready && runs_[id]) round_complete(id, msg.from);
+}
+
+}  // namespace ddlsim
+
+namespace ddlsim {
+
+// Max-plus evaluation of a round plan when every message would get its route's full rate: a member starts round
+// s+1 at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff no two messages are on a
+// link at the same time, which the loop checks conservatively (messages are visited round by round, so a message
+// that starts before the last end seen on one of its links aborts the fast path even if the true intervals were
+// disjoint). When two consecutive rounds have the same plan class and the second starts as a uniform shift of the
+// first, every further round of that class repeats the shift, so those rounds are skipped arithmetically.
+bool Engine::try_fast_collective(TaskId t) {
+  const CollectiveTask& spec = graph_.collectives()[graph_.task(t).collective];
+  if (!spec.isolated || !net_.empty() || pending_flow_starts_ > 0 || now_ < isolated_until_) return false;
+  const CollectivePlan& plan = *spec.plan;
+  uint32_t p = plan.members(), rounds = plan.rounds();
+  if (last_end_.empty()) last_end_.assign(net_.link_count(), INT64_MIN);
+  std::vector<int64_t> start(p, now_.picoseconds()), next(p), prev(p), arrive(p), send_end(p);
+  std::vector<LinkId> touched_round;
+  std::vector<Send> sends;
+  uint64_t messages = 0;
+  bool ok = true;
+  for (uint32_t s = 0; s < rounds && ok; ++s) {
+    std::fill(arrive.begin(), arrive.end(), INT64_MIN);
+    touched_round.clear();
+    uint64_t round_messages = 0;
+    for (uint32_t r = 0; r < p && ok; ++r) {
+      send_end[r] = start[r];
+      sends.clear();
+      plan.sends(r, s, sends);
+      for (const Send& snd : sends) {
+        ++round_messages;
+        VertexId src = spec.members[r], dst = spec.members[snd.peer];
+        int64_t end = start[r];
+        if (src != dst) {
+          if (comm_.multipath > 1 && !router_.same_node(src, dst)) {
+            ok = false;
+            break;
+          }
+          Time latency;
+          double rate;
+          message_timing(src, dst, snd.bytes, latency, rate);
+          int64_t drain = start[r] + latency.picoseconds();
+          end = drain + (snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0);
+          if (snd.bytes > 0) {
+            for (LinkId l : router_.route(src, dst)) {
+              if (drain < last_end_[l]) {
+                ok = false;
+                break;
+              }
+              if (last_end_[l] == INT64_MIN) touched_.push_back(l);
+              last_end_[l] = std::max(last_end_[l], end);
+              touched_round.push_back(l);
+            }
+          }
+        }
+        send_end[r] = std::max(send_end[r], end);
+        arrive[snd.peer] = std::max(arrive[snd.peer], end);
+      }
+    }
+    if (!ok) break;
+    messages += round_messages;
+    for (uint32_t r = 0; r < p; ++r) {
+      double rb = plan.reduce_bytes(r, s);
+      bool cpu = spec.reduce_on_cpu_for_servers && r >= spec.first_server;
+      int64_t reduce = rb > 0 ? Time::from_seconds(rb * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu)).picoseconds() : 0;
+      next[r] = std::max({start[r], send_end[r], arrive[r]}) + reduce;
+    }
+    if (s >= 1 && plan.round_class(s) == plan.round_class(s - 1)) {
+      int64_t shift = start[0] - prev[0];
+      bool uniform = true;
+      for (uint32_t r = 1; r < p && uniform; ++r) uniform = start[r] - prev[r] == shift;
+      uint32_t more = 0;
+      while (uniform && s + 1 + more < rounds && plan.round_class(s + 1 + more) == plan.round_class(s)) ++more;
+      if (uniform && more > 0) {
+        for (uint32_t r = 0; r < p; ++r) next[r] += static_cast<int64_t>(more) * shift;
+        std::sort(touched_round.begin(), touched_round.end());
+        touched_round.erase(std::unique(touched_round.begin(), touched_round.end()), touched_round.end());
+        for (LinkId l : touched_round) last_end_[l] += static_cast<int64_t>(more) * shift;
+        messages += more * round_messages;
+        s += more;
+      }
+    }
+    prev.swap(start);
+    start.swap(next);
+  }
+  for (LinkId l : touched_) last_end_[l] = INT64_MIN;
+  touched_.clear();
+  if (!ok) return false;
+  int64_t end = now_.picoseconds();
+  for (int64_t v : start) end = std::max(end, v);
+  ++stats_.fast_collectives;
+  stats_.messages += messages;
+  stats_.fast_messages += messages;
+  isolated_until_ = Time::ps(end);
+  schedule(Time::ps(end), EventKind::TaskEnd, t);
+  return true;
+}
+
+}  // namespace ddlsim

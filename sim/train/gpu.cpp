@@ -1,0 +1,81 @@
+#include "sim/train/gpu.hpp"
+
+#include <fmt/format.h>
+
+namespace ddlsim {
+
+const std::vector<GpuSpec>& known_gpus() {
+  // Dense (non-sparse) peaks from the vendor datasheets:
+  // P100 SXM2: NVIDIA Tesla P100 datasheet (10.6 FP32, 21.2 FP16 TFLOP/s, 16 GB HBM2, 732 GB/s).
+  // V100 SXM2: NVIDIA V100 datasheet (15.7 FP32, 125 FP16 tensor TFLOP/s, 32 GB, 900 GB/s).
+  // A100 40GB SXM: NVIDIA A100 datasheet (19.5 FP32, 156 TF32, 312 FP16/BF16 TFLOP/s, 1555 GB/s).
+  // H100 SXM: NVIDIA H100 datasheet (67 FP32, 494.5 TF32, 989.5 FP16/BF16 dense TFLOP/s, 80 GB, 3.35 TB/s).
+  // GH200: NVIDIA GH200 datasheet, H100 compute with 96 GB HBM3 at 4 TB/s.
+  // MI250X GCD: AMD Instinct MI250X datasheet, per GCD = half the package (47.9 FP32 matrix, 383 FP16 -> 23.95,
+  //             191.5 TFLOP/s; 128 GB HBM2e at 3.2 TB/s -> 64 GB, 1.6 TB/s).
+  static const std::vector<GpuSpec> gpus = {
+      {"p100", 10.6e12, 10.6e12, 21.2e12, 21.2e12, 16e9, 732e9},
+      {"v100", 15.7e12, 15.7e12, 125e12, 125e12, 32e9, 900e9},
+      {"a100-40gb", 19.5e12, 156e12, 312e12, 312e12, 40e9, 1555e9},
+      {"h100", 67e12, 494.5e12, 989.5e12, 989.5e12, 80e9, 3.35e12},
+      {"gh200", 67e12, 494.5e12, 989.5e12, 989.5e12, 96e9, 4e12},
+      {"mi250x-gcd", 23.95e12, 23.95e12, 191.5e12, 191.5e12, 64e9, 1.6e12},
+  };
+  return gpus;
+}
+
+double GpuSpec::peak(Precision p) const {
+  switch (p) {
+    case Precision::Fp32: return fp32;
+    case Precision::Tf32: return tf32;
+    case Precision::Fp16: return fp16;
+    case Precision::Bf16: return bf16;
+  }
+  return fp32;
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Tf32: return "tf32";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+  }
+  return "?";
+}
+
+Precision parse_precision(const YamlNode& node) {
+  std::string s = node.as_string();
+  if (s == "fp32") return Precision::Fp32;
+  if (s == "tf32") return Precision::Tf32;
+  if (s == "fp16" || s == "amp") return Precision::Fp16;
+  if (s == "bf16") return Precision::Bf16;
+  node.fail(fmt::format("unknown precision \"{}\" (fp32, tf32, fp16, bf16)", s));
+}
+
+GpuSpec parse_gpu(const YamlNode& node) {
+  if (node.is_scalar()) {
+    std::string name = node.as_string();
+    std::vector<std::string> names;
+    for (const GpuSpec& g : known_gpus()) {
+      if (g.name == name) return g;
+      names.push_back(g.name);
+    }
+    std::string hint = did_you_mean(name, names);
+    node.fail(fmt::format("unknown GPU \"{}\"{}", name, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+  }
+  node.expect_keys({"name", "peak", "memory", "memory_bandwidth"});
+  GpuSpec g;
+  g.name = node.get_string("name", "custom");
+  YamlNode peak = node["peak"];
+  peak.expect_keys({"fp32", "tf32", "fp16", "bf16"});
+  g.fp32 = peak["fp32"].as_flop_rate().value;
+  g.tf32 = peak.has("tf32") ? peak["tf32"].as_flop_rate().value : g.fp32;
+  g.fp16 = peak.has("fp16") ? peak["fp16"].as_flop_rate().value : g.fp32;
+  g.bf16 = peak.has("bf16") ? peak["bf16"].as_flop_rate().value : g.fp16;
+  if (auto m = node.get("memory")) g.memory = m->as_bytes().value;
+  if (auto m = node.get("memory_bandwidth")) g.memory_bandwidth = m->as_rate().value;
+  return g;
+}
+
+}  // namespace ddlsim

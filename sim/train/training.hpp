@@ -1,0 +1,42 @@
+#pragma once
+// Data-parallel training: a model's layer table on a GPU, a data loader, a gradient-synchronisation strategy
+// (a task-graph builder), simulated for warm-up + K steps; reported as step time, throughput, speed-up and
+// efficiency relative to reference_gpus, time to train, and the split of step time.
+#include <string>
+#include <vector>
+
+#include "sim/io/output.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/train/engine.hpp"
+
+namespace ddlsim {
+
+struct TrainingOptions {
+  EngineOptions engine;
+  std::string trace_file;  // Perfetto trace of the first run, when set
+};
+
+struct TrainingResult {
+  std::string strategy;
+  int64_t gpus = 0, nodes = 0;
+  double step_time_s = 0;
+  double throughput = 0;  // samples/s
+  double speedup = 0, efficiency = 0;
+  double time_to_train_s = 0;
+  double global_batch = 0;
+  double learning_rate_scale = 0;  // linear LR-scaling rule: global batch / reference global batch
+  // Wall-time split of a step from worker 0's view: compute, exposed communication, I/O (exposed loader wait),
+  // idle (waiting for stragglers / coordination). Sums to 1.
+  double share_compute = 0, share_communication = 0, share_io = 0, share_idle = 0;
+  // Share of time during which a kind of kernel runs (overlapping, as Aach et al. Table 2): allreduce busy,
+  // data loading busy, compute busy.
+  double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
+  EngineStats stats;
+};
+
+std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
+                                         const TrainingOptions& options);
+Report run_training_report(const Scenario& scenario, const std::vector<int64_t>& node_counts,
+                           const TrainingOptions& options, bool stats);
+
+}  // namespace ddlsim
