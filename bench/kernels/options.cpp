@@ -21,8 +21,8 @@ constexpr std::array<std::pair<Algorithm, std::string_view>, 7> algorithm_names{
     {Algorithm::pingpong, "pingpong"},
 }};
 
-// Element counts travel as MPI int counts.
-constexpr std::size_t max_bytes = static_cast<std::size_t>(INT_MAX) / 4 * 4;
+// Element counts travel as MPI int counts: at most INT_MAX floats.
+constexpr std::size_t max_bytes = static_cast<std::size_t>(INT_MAX) * sizeof(float);
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);

@@ -1,7 +1,370 @@
-#include <stdexcept>
+// ddlsim calibrate: fit alpha/beta/gamma to measurements, print the parameters and the residual of every
+// measurement, write the calibration YAML, and with --check replay every measured case in the simulator.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
 
+#include "sim/calib/calibration.hpp"
+#include "sim/calib/fit.hpp"
+#include "sim/calib/readers.hpp"
+#include "sim/calib/replay.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
 
 namespace ddlsim::cli {
-int calibrate_command(const std::vector<std::string>&) { throw std::runtime_error("calibrate: being written"); }
+
+namespace {
+
+constexpr const char* kCalibrateHelp = R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZE|none] [--check]
+                        [--fit-max-bytes SIZE] [--fit-max-ranks N] [--cores N]
+                        [--ranks N] [--ranks-per-node R] [--same-node] [--format table|csv|json]
+
+Fits the alpha-beta-gamma network model (per-message overhead, per-byte cost by message-size range, per-byte
+reduction cost; inside a node and across nodes) to measurements, and prints the parameters and the relative error
+of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests all_reduce_perf output, OSU
+osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s; listed, not fitted).
+
+  --out FILE          write the fitted comm: model as YAML (see sim/calib/README.md)
+  --breakpoint SIZE   largest eager message (e.g. 64KiB); default: chosen from the measured sizes;
+                      none: one range per link class
+  --check             fit on a subset (--fit-max-bytes, default 4MiB; --fit-max-ranks, default 2), then replay
+                      every measured case in the simulator and report measured vs simulated, per case and in
+                      summary, held-out cases apart
+  --fit-max-bytes S   fit only measurements with a per-rank buffer up to S (default: all, or 4MiB with --check)
+  --fit-max-ranks N   fit only measurements with up to N ranks (default: all, or 2 with --check)
+  --cores N           cores per node where the files were measured, to flag oversubscribed runs
+                      (default: this machine's, which assumes the files were measured here)
+  --ranks N, --ranks-per-node R
+                      placement of collective runs whose files do not record it (osu_allreduce; nccl-tests
+                      without "Using devices" lines)
+  --same-node         OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)
+)";
+
+constexpr double kExplained = 0.25;  // median |relative error| up to which a group of cases counts as explained
+
+std::string short_source(const Measurement& m) {
+  return fmt::format("{}:{}", std::filesystem::path(m.file).filename().string(), m.line);
+}
+
+std::string range_text(const FittedClass& cls, size_t i) {
+  if (cls.ranges.size() == 1) return "all";
+  const FittedRange& r = cls.ranges[i];
+  if (i == 0) return fmt::format("<= {}", format_bytes(Bytes{r.max_bytes}));
+  return fmt::format("> {}", format_bytes(Bytes{cls.ranges[i - 1].max_bytes}));
+}
+
+double parse_size_option(const std::string& key, const std::string& text) {
+  try {
+    return parse_bytes(text).value;
+  } catch (const ValueError& e) {
+    throw InputError({"--" + key, 0, 0}, "", e.what());
+  }
+}
+
+int64_t parse_count_option(const std::string& key, const std::string& text, int64_t lo) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < lo)
+    throw InputError({"--" + key, 0, 0}, "", fmt::format("expected an integer >= {}, got \"{}\"", lo, text));
+  return v;
+}
+
+std::string today_utc() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+struct Case {
+  const Measurement* m;
+  const FitPoint* fit;
+  ReplayResult replay;
+  bool oversubscribed = false;
+  double error() const { return (replay.predicted_s - m->time_s) / m->time_s; }
+};
+
+std::string case_name(const Case& c) {
+  return fmt::format("{} p={} {}", c.m->algorithm, c.m->ranks, format_bytes(Bytes{c.m->bytes}));
+}
+
+// Known reasons why a kind of case may not be explained by the replay: short tags for the table, explained once
+// in the notes.
+const std::vector<std::pair<std::string, std::string>> kCaveats = {
+    {"oversubscribed", "more ranks per node than cores: ranks time-share the CPU, which the model does not know"},
+    {"sequential-rounds", "the direct kernel exchanges in p-1 sequential rounds; the simulator's direct plan sends "
+                          "all messages at once"},
+    {"server-incast", "p-k workers push into one server at once; the replay's links never bind, so server incast "
+                      "and memory bandwidth are not modelled"},
+    {"library-algorithm", "the MPI library picks its own allreduce algorithm per size; simulated as ring"},
+};
+
+std::vector<std::string> caveats(const Measurement& m, bool oversubscribed) {
+  std::vector<std::string> out;
+  if (oversubscribed) out.push_back("oversubscribed");
+  if (m.algorithm == "direct" && m.ranks > 2) out.push_back("sequential-rounds");
+  if (m.algorithm == "ps" && m.ranks - m.servers > 1) out.push_back("server-incast");
+  if (m.algorithm == "mpi_allreduce" || m.algorithm == "osu_allreduce") out.push_back("library-algorithm");
+  return out;
+}
+
+struct Stats {
+  size_t n = 0;
+  double median = 0, worst = 0;
+  std::string worst_case;
+};
+
+Stats stats_of(const std::vector<const Case*>& cases) {
+  Stats s;
+  std::vector<double> e;
+  for (const Case* c : cases) {
+    double a = std::fabs(c->error());
+    e.push_back(a);
+    if (a >= s.worst) {
+      s.worst = a;
+      s.worst_case = case_name(*c);
+    }
+  }
+  s.n = e.size();
+  s.median = median(e);
+  return s;
+}
+
+std::string stats_text(const Stats& s) {
+  if (s.n == 0) return "no cases";
+  return fmt::format("{} cases, median |error| {:.3f}, worst {:.3f} ({})", s.n, s.median, s.worst, s.worst_case);
+}
+
+Report parameter_report(const FitResult& fit, const std::string& title) {
+  Report r;
+  r.title = title;
+  r.table_columns = {"link", "range", "alpha_us", "bandwidth_GBps", "gap_us", "points"};
+  for (int link : {kIntraNode, kInterNode}) {
+    const FittedClass& cls = fit.link[link];
+    for (size_t i = 0; i < cls.ranges.size(); ++i) {
+      const FittedRange& fr = cls.ranges[i];
+      Record rec{{"section", std::string("parameter")},
+                 {"link", std::string(link_class_name(link))},
+                 {"range", range_text(cls, i)}};
+      if (std::isfinite(fr.max_bytes)) rec.push_back({"max_bytes", static_cast<int64_t>(fr.max_bytes)});
+      rec.push_back({"alpha_us", fr.alpha * 1e6});
+      rec.push_back({"bandwidth_GBps", 1 / fr.beta / 1e9});
+      if (fr.gap_measured) rec.push_back({"gap_us", fr.gap * 1e6});
+      rec.push_back({"points", static_cast<int64_t>(fr.points)});
+      r.results.push_back(rec);
+    }
+  }
+  if (fit.gamma_measured || fit.gamma_folded) {
+    Record rec{{"section", std::string("parameter")}, {"link", std::string("reduce")},
+               {"range", std::string(fit.gamma_folded ? "folded" : "gamma")}};
+    if (fit.gamma > 0) rec.push_back({"bandwidth_GBps", 1 / fit.gamma / 1e9});
+    r.results.push_back(rec);
+  }
+  r.notes = fit.notes;
+  r.notes.push_back(fmt::format("fit: {} measurements, median |relative error| {:.4f}, worst {:.4f}", fit.fit_points,
+                                fit.residual_median, fit.residual_max));
+  return r;
+}
+
+}  // namespace
+
+int calibrate_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"out", "breakpoint", "fit-max-bytes", "fit-max-ranks", "cores", "ranks", "ranks-per-node"},
+                            {"check", "same-node"});
+  if (a.help) {
+    std::fputs(kCalibrateHelp, stdout);
+    return 0;
+  }
+  if (a.positional.empty()) throw InputError({}, "", "calibrate needs at least one measurement file (see --help)");
+  if (!a.sets.empty()) throw InputError({"--set", 0, 0}, "", "calibrate takes no --set (it reads no scenario)");
+  bool check = a.has_flag("check");
+
+  FitOptions fo;
+  if (auto b = a.option("breakpoint"); !b.empty()) {
+    if (b == "none") fo.single_range = true;
+    else fo.breakpoint = parse_size_option("breakpoint", b);
+  }
+  std::string max_bytes = a.option("fit-max-bytes", check ? "4MiB" : "");
+  if (!max_bytes.empty()) fo.max_bytes = parse_size_option("fit-max-bytes", max_bytes);
+  std::string max_ranks = a.option("fit-max-ranks", check ? "2" : "");
+  if (!max_ranks.empty()) fo.max_ranks = parse_count_option("fit-max-ranks", max_ranks, 1);
+  int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  if (auto c = a.option("cores"); !c.empty()) cores = parse_count_option("cores", c, 1);
+
+  ReaderOptions ro;
+  ro.pt2pt_same_node = a.has_flag("same-node");
+  if (auto v = a.option("ranks"); !v.empty()) ro.ranks = parse_count_option("ranks", v, 1);
+  if (auto v = a.option("ranks-per-node"); !v.empty()) ro.ranks_per_node = parse_count_option("ranks-per-node", v, 1);
+  std::vector<Measurement> ms;
+  for (const std::string& f : a.positional) {
+    std::vector<Measurement> part = read_measurements(f, ro);
+    ms.insert(ms.end(), part.begin(), part.end());
+  }
+
+  FitResult fit = fit_comm_model(ms, fo);
+
+  std::string selection;
+  if (std::isfinite(fo.max_bytes)) selection += fmt::format("bytes <= {}", format_bytes(Bytes{fo.max_bytes}));
+  if (fo.max_ranks != std::numeric_limits<int64_t>::max())
+    selection += fmt::format("{}ranks <= {}", selection.empty() ? "" : ", ", fo.max_ranks);
+  Report params = parameter_report(
+      fit, fmt::format("Fitted comm model: {} of {} measurements{}", fit.fit_points, ms.size(),
+                       selection.empty() ? "" : " (" + selection + ")"));
+
+  std::vector<Case> cases;
+  Report rows;
+  rows.title = check ? "Measured vs model (closed form) vs simulated (replay)" : "Measured vs model (closed form)";
+  rows.table_columns = {"source", "algorithm", "ranks", "bytes", "set", "measured_us", "model_us", "model_err"};
+  if (check) {
+    for (const char* c : {"simulated_us", "sim_err", "simulated_as", "oversubscribed"}) rows.table_columns.push_back(c);
+    cases.reserve(ms.size());
+  }
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const Measurement& m = ms[i];
+    const FitPoint& p = fit.points[i];
+    Case c{&m, &p, check ? replay_measurement(m, fit) : ReplayResult{}};
+    // Ranks are CPU processes in the MPI kernels and OSU; nccl-tests ranks are GPUs, step times whole jobs.
+    c.oversubscribed = cores > 0 && m.ranks_per_node > cores && (m.tool == "ddlsim-kernels" || m.tool == "osu");
+    bool held_out = !p.in_fit && (p.modelled || c.replay.replayed);
+    // Every record has every key (CSV needs one header); "" where there is no value.
+    auto number = [](bool have, double v) { return have ? Field{"", v}.value : Field{"", std::string()}.value; };
+    Record rec{{"section", std::string("measurement")},
+               {"source", short_source(m)},
+               {"file", m.file},
+               {"line", static_cast<int64_t>(m.line)},
+               {"kind", std::string(kind_name(m.kind))},
+               {"algorithm", m.algorithm},
+               {"ranks", m.ranks},
+               {"ranks_per_node", m.ranks_per_node},
+               {"servers", m.servers},
+               {"bytes", static_cast<int64_t>(m.bytes)},
+               {"set", std::string(p.in_fit ? "fit" : held_out ? "held-out" : "-")},
+               {"measured_us", m.time_s * 1e6},
+               {"model_us", number(p.predicted, p.predicted_s * 1e6)},
+               {"model_err", number(p.predicted, p.rel_error)}};
+    if (check) {
+      rec.push_back({"simulated_us", number(c.replay.replayed, c.replay.predicted_s * 1e6)});
+      rec.push_back({"sim_err", number(c.replay.replayed, c.error())});
+      rec.push_back({"simulated_as", c.replay.replayed ? c.replay.strategy : "not replayed"});
+      rec.push_back({"oversubscribed", std::string(c.oversubscribed ? "yes" : "no")});
+      rec.push_back({"note", c.replay.note});
+      cases.push_back(std::move(c));
+    }
+    rows.results.push_back(rec);
+  }
+
+  Report groups;
+  if (check) {
+    groups.title = fmt::format("Which cases the fitted model explains (median |sim error| <= {})", kExplained);
+    groups.table_columns = {"algorithm", "ranks", "cases", "held_out", "median_err", "worst_err", "verdict", "caveat"};
+    std::map<std::pair<std::string, int64_t>, std::vector<const Case*>> by_group;
+    std::vector<const Case*> held, fitted;
+    std::map<int64_t, std::vector<const Case*>> held_by_ranks;
+    std::vector<const Case*> held_plain, held_over;
+    for (const Case& c : cases) {
+      if (!c.replay.replayed) continue;
+      by_group[{c.m->algorithm, c.m->ranks}].push_back(&c);
+      if (c.fit->in_fit) {
+        fitted.push_back(&c);
+        continue;
+      }
+      held.push_back(&c);
+      held_by_ranks[c.m->ranks].push_back(&c);
+      (c.oversubscribed ? held_over : held_plain).push_back(&c);
+    }
+    std::vector<std::string> explained, unexplained;
+    std::set<std::string> used_caveats;
+    for (const auto& [key, list] : by_group) {
+      Stats s = stats_of(list);
+      int64_t held_out = 0;
+      for (const Case* c : list) held_out += !c->fit->in_fit;
+      bool ok = s.median <= kExplained;
+      std::string label = fmt::format("{} p={}", key.first, key.second);
+      (ok ? explained : unexplained).push_back(label);
+      groups.results.push_back({{"section", std::string("group")},
+                                {"algorithm", key.first},
+                                {"ranks", key.second},
+                                {"cases", static_cast<int64_t>(s.n)},
+                                {"held_out", held_out},
+                                {"median_err", s.median},
+                                {"worst_err", s.worst},
+                                {"verdict", std::string(ok ? "explained" : "not explained")},
+                                {"caveat", [&] {
+                                   std::string tags;
+                                   for (const std::string& t : caveats(*list.front()->m, list.front()->oversubscribed)) {
+                                     tags += (tags.empty() ? "" : ",") + t;
+                                     used_caveats.insert(t);
+                                   }
+                                   return tags;
+                                 }()}});
+    }
+    auto join = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+      return out.empty() ? std::string("none") : out;
+    };
+    groups.notes.push_back("summary: " + std::string("held-out: ") + stats_text(stats_of(held)));
+    for (const auto& [p, list] : held_by_ranks)
+      groups.notes.push_back(fmt::format("summary: held-out, np={}: {}", p, stats_text(stats_of(list))));
+    groups.notes.push_back(fmt::format("summary: held-out, not oversubscribed (ranks per node <= {} cores): {}", cores,
+                                       stats_text(stats_of(held_plain))));
+    groups.notes.push_back(fmt::format("summary: held-out, oversubscribed (ranks per node > {} cores): {}", cores,
+                                       stats_text(stats_of(held_over))));
+    groups.notes.push_back("summary: fit set, replayed: " + stats_text(stats_of(fitted)));
+    groups.notes.push_back(fmt::format("explained (median |error| <= {}): {}", kExplained, join(explained)));
+    groups.notes.push_back(fmt::format("not explained: {}", join(unexplained)));
+    for (const auto& [tag, text] : kCaveats)
+      if (used_caveats.count(tag)) groups.notes.push_back(fmt::format("caveat {}: {}", tag, text));
+    if (cores > 0 && a.option("cores").empty())
+      groups.notes.push_back(fmt::format("oversubscription assumes the files were measured on this machine ({} cores); "
+                                         "set --cores otherwise", cores));
+  }
+
+  std::string out_path = a.option("out");
+  if (!out_path.empty()) {
+    std::ofstream f(out_path);
+    if (!f) throw InputError({out_path, 0, 0}, "", "cannot write the calibration file");
+    f << calibration_yaml(fit, a.positional, today_utc());
+    params.notes.push_back("calibration written to " + out_path);
+  }
+
+  if (a.format == Format::Table) {
+    write_report(std::cout, Format::Table, params);
+    std::cout << "\n";
+    write_report(std::cout, Format::Table, rows);
+    if (check) {
+      std::cout << "\n";
+      write_report(std::cout, Format::Table, groups);
+    }
+  } else if (a.format == Format::Csv) {
+    write_report(std::cout, Format::Csv, rows);
+  } else {
+    Report all;
+    all.scenario_name = "calibrate";
+    all.title = params.title;
+    for (const Report* r : {&params, &rows, &groups}) {
+      all.results.insert(all.results.end(), r->results.begin(), r->results.end());
+      all.notes.insert(all.notes.end(), r->notes.begin(), r->notes.end());
+    }
+    write_report(std::cout, Format::Json, all);
+  }
+  return 0;
+}
+
 }  // namespace ddlsim::cli

@@ -61,6 +61,8 @@ Time parse_time(std::string_view text) {
                                         {"ms", 1e-3},  {"s", 1},     {"min", 60},  {"h", 3600}};
   double s = lookup(text, "time", kTimeUnits, "ps, ns, us, ms, s, min, h");
   if (s < 0) throw ValueError(fmt::format("time \"{}\" is negative", text));
+  // Time is int64 picoseconds: about 106 days is the longest span it can hold.
+  if (s * 1e12 >= 9.2e18) throw ValueError(fmt::format("time \"{}\" is too long (the limit is about 106 days)", text));
   return Time::from_seconds(s);
 }
 
@@ -70,6 +72,7 @@ Bytes parse_bytes(std::string_view text) {
   double f = byte_factor(suffix);
   if (f < 0) throw ValueError(fmt::format("unknown size unit \"{}\" (use B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", suffix));
   if (value < 0) throw ValueError(fmt::format("size \"{}\" is negative", text));
+  if (!std::isfinite(value * f)) throw ValueError(fmt::format("size \"{}\" is too large", text));
   return Bytes{value * f};
 }
 
@@ -83,6 +86,7 @@ Rate parse_rate(std::string_view text) {
   double f = byte_factor(unit);
   if (f < 0) throw ValueError(fmt::format("unknown bandwidth unit \"{}\" (use GB/s, Gb/s, MiB/s)", suffix));
   if (value <= 0) throw ValueError(fmt::format("bandwidth \"{}\" must be positive", text));
+  if (!std::isfinite(value * f)) throw ValueError(fmt::format("bandwidth \"{}\" is too large", text));
   return Rate{value * f};
 }
 

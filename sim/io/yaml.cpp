@@ -13,6 +13,7 @@ struct YamlNode::Impl {
   YAML::Node node;
   std::string file;
   std::shared_ptr<Impl> root;  // keeps the document alive for child views (null for the root itself)
+  std::vector<std::string> overridden;  // dotted keys set by --set (kept on the root)
 };
 
 namespace {
@@ -104,6 +105,7 @@ void YamlNode::apply_override(const std::string& assignment) {
   } else {
     parent[parts.back()] = value;
   }
+  impl_->overridden.push_back(key);
 }
 
 bool YamlNode::is_map() const { return impl_->node.IsMap(); }
@@ -113,6 +115,11 @@ bool YamlNode::is_null() const { return !impl_->node.IsDefined() || impl_->node.
 const std::string& YamlNode::file() const { return impl_->file; }
 
 SourceLocation YamlNode::location() const {
+  // A value that came from --set has no place in the file: name the flag instead.
+  const Impl& root = impl_->root ? *impl_->root : *impl_;
+  for (const std::string& k : root.overridden)
+    if (path_ == k || (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 && path_[k.size()] == '.'))
+      return {"--set", 0, 0};
   YAML::Mark m = impl_->node.Mark();
   if (m.is_null()) return {impl_->file, 0, 0};
   return {impl_->file, m.line + 1, m.column + 1};

@@ -174,8 +174,10 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
       }
     }
   }
+  // Servers get node ids after every worker node (without interiors each GPU is its own node).
+  const int64_t first_server_node = node ? nodes : nodes * c.gpus_per_node;
   for (uint32_t s = 0; s < servers.count; ++s) {
-    VertexId v = t.add_vertex(VertexKind::Cpu, static_cast<int32_t>(nodes + s), fmt::format("server{}", s));
+    VertexId v = t.add_vertex(VertexKind::Cpu, static_cast<int32_t>(first_server_node + s), fmt::format("server{}", s));
     c.servers.push_back(v);
     endpoints.push_back(v);
   }

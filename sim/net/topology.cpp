@@ -100,22 +100,33 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
   return routes_.emplace(key, std::move(out)).first->second;
 }
 
+namespace {
+// Hop cost in the fabric: a global (inter-group) cable costs more than any detour of local hops, so minimal routes
+// on a dragonfly are local-global-local (one global hop) as in real minimal routing, not any shortest hop count.
+uint16_t hop_cost(LinkClass c) { return c == LinkClass::Global ? 16 : 1; }
+}  // namespace
+
 const std::vector<uint16_t>& Router::distances_to(VertexId sw) {
   auto it = dist_.find(sw);
   if (it != dist_.end()) return it->second;
-  // Distances indexed by vertex id, only fabric switches filled in; the fabric is symmetric (cables).
+  // Weighted distances (Dijkstra) indexed by vertex id, only fabric switches filled in; cables are symmetric.
   std::vector<uint16_t> d(topo_.vertex_count(), UINT16_MAX);
-  std::queue<VertexId> q;
+  using Item = std::pair<uint16_t, VertexId>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
   d[sw] = 0;
-  q.push(sw);
-  while (!q.empty()) {
-    VertexId v = q.front();
-    q.pop();
+  pq.push({0, sw});
+  while (!pq.empty()) {
+    auto [dv, v] = pq.top();
+    pq.pop();
+    if (dv != d[v]) continue;
     for (LinkId l : topo_.out_links(v)) {
-      VertexId to = topo_.links()[l].to;
-      if (topo_.vertex(to).node >= 0 || d[to] != UINT16_MAX) continue;
-      d[to] = static_cast<uint16_t>(d[v] + 1);
-      q.push(to);
+      const DirectedLink& dl = topo_.links()[l];
+      if (topo_.vertex(dl.to).node >= 0) continue;
+      uint16_t nd = static_cast<uint16_t>(dv + hop_cost(dl.cls));
+      if (nd < d[dl.to]) {
+        d[dl.to] = nd;
+        pq.push({nd, dl.to});
+      }
     }
   }
   return dist_.emplace(sw, std::move(d)).first->second;
@@ -130,8 +141,8 @@ void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkI
   for (VertexId cur = from; cur != to;) {
     candidates.clear();
     for (LinkId l : topo_.out_links(cur)) {
-      VertexId next = topo_.links()[l].to;
-      if (topo_.vertex(next).node < 0 && d[next] + 1 == d[cur]) candidates.push_back(l);
+      const DirectedLink& dl = topo_.links()[l];
+      if (topo_.vertex(dl.to).node < 0 && d[dl.to] + hop_cost(dl.cls) == d[cur]) candidates.push_back(l);
     }
     LinkId pick = candidates[mix(salt ^ cur) % candidates.size()];
     out.push_back(pick);

@@ -1,13 +1,667 @@
 #include "sim/train/training.hpp"
 
-#include <stdexcept>
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <random>
+
+#include "sim/io/trace.hpp"
+#include "sim/net/cluster.hpp"
+#include "sim/train/gpu.hpp"
+#include "sim/train/model.hpp"
 
 namespace ddlsim {
-// TEMPORARY: being written now by the lead.
-std::vector<TrainingResult> run_training(const Scenario&, const std::vector<int64_t>&, const TrainingOptions&) {
-  throw std::runtime_error("training not yet available");
+
+namespace {
+
+struct LoaderSpec {
+  std::string kind = "synthetic";
+  double threads = 0, per_thread = 0;  // samples/s per CPU thread
+  double fs_bandwidth = 0;             // bytes/s shared by all workers (0: unbounded)
+  double gpu_cost = 0;                 // GPU seconds per sample (DALI on the GPU)
+  int prefetch = 2;
+};
+
+struct Workload {
+  Model model;
+  int64_t batch = 32;
+  Precision precision = Precision::Fp32;
+  double efficiency = 0.4;          // achieved fraction of peak FLOP/s
+  double samples_per_s = 0;         // measured single-GPU throughput; overrides efficiency
+  double backward_factor = 2;
+  double gradient_bytes = 4;        // bytes per gradient value on the wire
+  double epochs = 1;
+  double dataset_samples = 0;
+  LoaderSpec loader;
+  std::string jitter = "none";
+  double jitter_cv = 0;
+  int steps = 4, warmup = 1;
+  int checkpoint_every = 0;
+  double checkpoint_bandwidth = 0;
+};
+
+LoaderSpec parse_loader(const YamlNode& n) {
+  LoaderSpec l;
+  if (n.is_scalar()) {
+    l.kind = n.as_string();
+  } else {
+    n.expect_keys({"kind", "threads", "per_thread", "filesystem", "gpu_cost", "prefetch", "source"});
+    l.kind = n["kind"].as_string();
+  }
+  // Defaults per kind; every number can be overridden in the scenario (and should cite its source there).
+  if (l.kind == "native") {
+    l.threads = 8, l.per_thread = 100;  // torchvision JPEG decode + augment, ~100 images/s per core
+  } else if (l.kind == "dali-cpu") {
+    l.threads = 8, l.per_thread = 250;  // DALI CPU pipeline, faster decode
+  } else if (l.kind == "dali-gpu") {
+    l.threads = 4, l.per_thread = 2000, l.gpu_cost = 0.1e-3;  // decode on the GPU (nvJPEG)
+  } else if (l.kind != "synthetic") {
+    (n.is_scalar() ? n : n["kind"]).fail(fmt::format("unknown loader \"{}\" (synthetic, native, dali-cpu, dali-gpu)", l.kind));
+  }
+  if (n.is_scalar()) return l;
+  if (auto v = n.get("threads")) l.threads = v->as_double();
+  if (auto v = n.get("per_thread")) l.per_thread = v->as_double();
+  if (auto v = n.get("filesystem")) l.fs_bandwidth = v->as_rate().value;
+  if (auto v = n.get("gpu_cost")) l.gpu_cost = v->as_time().seconds();
+  if (auto v = n.get("prefetch")) l.prefetch = static_cast<int>(v->as_int());
+  if (l.kind != "synthetic" && (l.threads <= 0 || l.per_thread <= 0)) n.fail("threads and per_thread must be positive");
+  if (l.prefetch < 1) n["prefetch"].fail("prefetch must be at least 1");
+  return l;
 }
-Report run_training_report(const Scenario&, const std::vector<int64_t>&, const TrainingOptions&, bool) {
-  throw std::runtime_error("training not yet available");
+
+Workload parse_workload(const Scenario& sc) {
+  const YamlNode& w = sc.workload;
+  w.expect_keys({"model", "batch_per_gpu", "precision", "dataset_samples", "epochs", "loader", "compute", "jitter",
+                 "steps", "warmup_steps", "checkpoint", "gradient_bytes"});
+  Workload wl;
+  wl.model = load_model(w["model"]);
+  wl.batch = w.get_int("batch_per_gpu", 32);
+  if (wl.batch < 1) w["batch_per_gpu"].fail("batch_per_gpu must be positive");
+  if (auto p = w.get("precision")) wl.precision = parse_precision(*p);
+  if (wl.precision == Precision::Fp16 || wl.precision == Precision::Bf16) wl.gradient_bytes = 2;
+  if (auto g = w.get("gradient_bytes")) wl.gradient_bytes = g->as_bytes().value;
+  wl.dataset_samples = w.has("dataset_samples") ? static_cast<double>(w["dataset_samples"].as_int()) : wl.model.dataset_samples;
+  wl.epochs = w.get_double("epochs", 1);
+  if (auto l = w.get("loader")) wl.loader = parse_loader(*l);
+  if (auto c = w.get("compute")) {
+    c->expect_keys({"efficiency", "samples_per_s", "backward_factor", "source"});
+    if (auto e = c->get("efficiency")) {
+      wl.efficiency = e->as_fraction();
+      if (wl.efficiency <= 0 || wl.efficiency > 1) e->fail("efficiency must be in (0, 1]");
+    }
+    if (auto s = c->get("samples_per_s")) wl.samples_per_s = s->as_double();
+    wl.backward_factor = c->get_double("backward_factor", 2);
+  }
+  if (auto j = w.get("jitter")) {
+    j->expect_keys({"distribution", "cv"});
+    wl.jitter = j->get_string("distribution", "lognormal");
+    if (wl.jitter != "lognormal" && wl.jitter != "normal" && wl.jitter != "none")
+      (*j)["distribution"].fail("distribution must be lognormal, normal or none");
+    wl.jitter_cv = (*j)["cv"].as_fraction();
+  }
+  wl.steps = static_cast<int>(w.get_int("steps", sc.root.get_int("steps", 4)));
+  wl.warmup = static_cast<int>(w.get_int("warmup_steps", sc.root.get_int("warmup_steps", 1)));
+  if (wl.steps < 1 || wl.warmup < 1) w.fail("steps and warmup_steps must be at least 1");
+  if (auto c = w.get("checkpoint")) {
+    c->expect_keys({"every", "bandwidth"});
+    wl.checkpoint_every = static_cast<int>((*c)["every"].as_int());
+    wl.checkpoint_bandwidth = (*c)["bandwidth"].as_rate().value;
+  }
+  return wl;
 }
+
+// Deterministic per (seed, worker, step) standard normal by Box-Muller on splitmix64 bits.
+double normal01(uint64_t seed, uint64_t worker, uint64_t step) {
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step);
+  double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+}
+
+double jitter_factor(const Workload& wl, uint64_t seed, uint64_t worker, uint64_t step) {
+  if (wl.jitter == "none" || wl.jitter_cv <= 0) return 1;
+  double z = normal01(seed, worker, step);
+  if (wl.jitter == "normal") return std::max(0.1, 1 + wl.jitter_cv * z);
+  double sigma = std::sqrt(std::log(1 + wl.jitter_cv * wl.jitter_cv));
+  return std::exp(sigma * z - sigma * sigma / 2);  // mean 1
+}
+
+struct Bucket {
+  size_t first_layer, last_layer;  // backward covers layers last..first (reverse order); [first, last]
+  double bytes;
+};
+
+// Layers in reverse order, cut whenever a bucket reaches `cap` bytes (the first one at `first_cap`).
+std::vector<Bucket> make_buckets(const Workload& wl, double cap, double first_cap) {
+  std::vector<Bucket> out;
+  const auto& L = wl.model.layers;
+  double acc = 0;
+  size_t end = L.size();
+  for (size_t i = L.size(); i-- > 0;) {
+    acc += static_cast<double>(L[i].params) * wl.gradient_bytes;
+    double limit = out.empty() ? first_cap : cap;
+    if (acc >= limit || i == 0) {
+      out.push_back({i, end - 1, acc});
+      acc = 0;
+      end = i;
+    }
+  }
+  return out;
+}
+
+struct Strategy {
+  std::string kind;  // allreduce | zero | ps
+  Algorithm algorithm = Algorithm::Ring;
+  double bucket = 0, first_bucket = 0;  // 0: one bucket after backward
+  bool overlap = true;
+  double cycle_time = 0;  // Horovod
+  bool negotiation = false;
+  int zero_stage = 0;
+  uint32_t servers = 1;
+  bool dedicated = true;
+  std::string mode = "sync";
+  int staleness = 0;
+  double chunk = 8e6;
+  bool shard_by_layer = false;
+  std::optional<LinkSpec> server_link;
+};
+
+Strategy parse_strategy(const StrategySpec& s) {
+  Strategy st;
+  const YamlNode& n = s.node;
+  auto opt = [&](const char* key) { return n.is_scalar() ? std::optional<YamlNode>() : n.get(key); };
+  const std::string& name = s.name;
+  std::vector<std::string> common = {"name", "label"};
+  auto keys = [&](std::initializer_list<const char*> extra) {
+    if (n.is_scalar()) return;
+    std::vector<std::string> k = common;
+    k.insert(k.end(), extra.begin(), extra.end());
+    n.expect_keys(k);
+  };
+  st.kind = "allreduce";
+  if (name == "ddp") {
+    keys({"bucket_size", "first_bucket", "algorithm"});
+    st.bucket = 25 * 1048576.0, st.first_bucket = 1048576.0;  // PyTorch DDP bucket_cap_mb=25, first bucket 1 MB
+  } else if (name == "horovod") {
+    keys({"fusion_threshold", "cycle_time", "hierarchical", "algorithm"});
+    st.bucket = st.first_bucket = 64 * 1048576.0;  // HOROVOD_FUSION_THRESHOLD default 64 MiB
+    st.cycle_time = 5e-3;                           // HOROVOD_CYCLE_TIME default 5 ms
+    st.negotiation = true;
+    if (auto h = opt("hierarchical"); h && h->as_bool()) st.algorithm = Algorithm::Hierarchical;
+  } else if (name == "zero") {
+    keys({"stage", "bucket_size"});
+    st.kind = "zero";
+    st.zero_stage = 2;
+    st.bucket = st.first_bucket = 5e8;  // DeepSpeed reduce_bucket_size default 5e8 elements; in bytes below
+  } else if (name == "ps") {
+    keys({"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link"});
+    st.kind = "ps";
+  } else if (name == "ring" || name == "rhd" || name == "tree" || name == "direct" || name == "hierarchical") {
+    keys({"bucket_size", "overlap"});
+    st.algorithm = name == "ring"   ? Algorithm::Ring
+                   : name == "rhd"  ? Algorithm::HalvingDoubling
+                   : name == "tree" ? Algorithm::Tree
+                   : name == "direct" ? Algorithm::Direct
+                                      : Algorithm::Hierarchical;
+    st.overlap = false;
+  } else {
+    (n.is_scalar() ? n : n["name"]).fail(fmt::format(
+        "unknown training strategy \"{}\" (ddp, horovod, zero, ps, ring, rhd, tree, direct, hierarchical)", name));
+  }
+  if (auto a = opt("algorithm")) {
+    std::string v = a->as_string();
+    if (v == "ring") st.algorithm = Algorithm::Ring;
+    else if (v == "tree") st.algorithm = Algorithm::Tree;
+    else if (v == "rhd") st.algorithm = Algorithm::HalvingDoubling;
+    else if (v == "hierarchical") st.algorithm = Algorithm::Hierarchical;
+    else a->fail("algorithm must be ring, tree, rhd or hierarchical");
+  }
+  if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value;
+  if (auto b = opt("first_bucket")) st.first_bucket = b->as_bytes().value;
+  if (auto b = opt("fusion_threshold")) st.bucket = st.first_bucket = b->as_bytes().value;
+  if (auto c = opt("cycle_time")) st.cycle_time = c->as_time().seconds();
+  if (auto o = opt("overlap")) st.overlap = o->as_bool();
+  if (auto z = opt("stage")) {
+    st.zero_stage = static_cast<int>(z->as_int());
+    if (st.zero_stage != 1 && st.zero_stage != 2) z->fail("ZeRO stage must be 1 or 2 (stage 3 shards parameters too)");
+  }
+  if (auto k = opt("servers")) {
+    int64_t v = k->as_int();
+    if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
+    st.servers = static_cast<uint32_t>(v);
+  }
+  if (auto p = opt("placement")) {
+    std::string v = p->as_string();
+    if (v != "dedicated" && v != "colocated") p->fail("placement must be dedicated or colocated");
+    st.dedicated = v == "dedicated";
+  }
+  if (auto m = opt("mode")) {
+    st.mode = m->as_string();
+    if (st.mode != "sync" && st.mode != "async" && st.mode != "ssp") m->fail("mode must be sync, async or ssp");
+  }
+  if (auto s = opt("staleness")) st.staleness = static_cast<int>(s->as_int());
+  if (auto c = opt("chunk_size")) st.chunk = c->as_bytes().value;
+  if (auto sh = opt("sharding")) {
+    std::string v = sh->as_string();
+    if (v != "layer" && v != "range") sh->fail("sharding must be layer or range");
+    st.shard_by_layer = v == "layer";
+  }
+  if (auto l = opt("link")) {
+    l->expect_keys({"bandwidth", "latency"});
+    st.server_link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
+  }
+  if (st.kind == "ps" && st.mode == "ssp" && st.staleness < 0) opt("staleness")->fail("staleness must be >= 0");
+  return st;
+}
+
+struct Interval {
+  Time a, b;
+};
+
+double union_length(std::vector<Interval> v, Time lo, Time hi) {
+  for (Interval& i : v) i.a = std::max(i.a, lo), i.b = std::min(i.b, hi);
+  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.a < y.a; });
+  double total = 0;
+  Time cur_a = lo, cur_b = lo;
+  bool open = false;
+  for (const Interval& i : v) {
+    if (i.b <= i.a) continue;
+    if (!open || i.a > cur_b) {
+      if (open) total += (cur_b - cur_a).seconds();
+      cur_a = i.a, cur_b = i.b, open = true;
+    } else {
+      cur_b = std::max(cur_b, i.b);
+    }
+  }
+  if (open) total += (cur_b - cur_a).seconds();
+  return total;
+}
+
+struct Built {
+  TaskGraph graph;
+  std::vector<std::vector<TaskId>> step_end;  // [worker][step]
+  TaskId broadcast = 0;
+  double broadcast_bytes = 0;
+};
+
+class Builder {
+ public:
+  Builder(const Workload& wl, const Strategy& st, const Cluster& c, uint64_t seed)
+      : wl_(wl), st_(st), c_(c), seed_(seed), p_(static_cast<uint32_t>(c.gpus.size())) {}
+
+  Built build() {
+    Built out;
+    TaskGraph& g = out.graph;
+    double params = 0;
+    for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
+    out.broadcast_bytes = params * 4;
+    // One-off: rank 0 broadcasts the initial weights (Horovod's broadcast_parameters, DDP's constructor).
+    CollectiveTask bc;
+    bc.plan = make_plan({Algorithm::Broadcast, p_, 1, 0, params * 4});
+    bc.members = c_.gpus;
+    bc.isolated = true;
+    out.broadcast = g.add_collective(std::move(bc), -1, g.label("broadcast weights"));
+    gpu_.resize(p_);
+    loader_.resize(p_);
+    for (uint32_t w = 0; w < p_; ++w) gpu_[w] = g.add_resource(), loader_[w] = g.add_resource();
+    layer_time_ = layer_times();
+    double rate = loader_rate();
+    out.step_end.assign(p_, {});
+    std::vector<TaskId> prev_end(p_, out.broadcast);
+    std::vector<std::vector<TaskId>> forwards(p_);
+    std::vector<TaskId> prev_collective;
+    uint32_t l_load = g.label("load batch"), l_fwd = g.label("forward"), l_bwd = g.label("backward"),
+             l_upd = g.label("optimizer update"), l_pre = g.label("gpu preprocessing");
+    int steps = wl_.warmup + wl_.steps;
+    std::vector<Bucket> buckets = sync_buckets();
+    ps_barrier_.assign(steps, UINT32_MAX);
+    for (int k = 0; k < steps; ++k) {
+      std::vector<std::vector<TaskId>> seg(p_);
+      for (uint32_t w = 0; w < p_; ++w) {
+        double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
+        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate), Category::Io, static_cast<int32_t>(w), k, l_load, loader_[w])
+                               : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
+        if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
+        TaskId first = load;
+        if (wl_.loader.gpu_cost > 0) {
+          TaskId pre = g.add_compute(gpu_[w], Time::from_seconds(wl_.loader.gpu_cost * wl_.batch), static_cast<int32_t>(w), k, l_pre);
+          g.depend(load, pre);
+          first = pre;
+        }
+        TaskId fwd = g.add_compute(gpu_[w], Time::from_seconds(forward_time() * j), static_cast<int32_t>(w), k, l_fwd);
+        g.depend(first, fwd);
+        g.depend(prev_end[w], fwd);
+        if (st_.kind == "ps" && st_.mode == "ssp" && k - st_.staleness - 1 >= 0)
+          g.depend(ps_barrier_[k - st_.staleness - 1], fwd);
+        forwards[w].push_back(fwd);
+        TaskId prev = fwd;
+        for (const Bucket& b : buckets) {
+          double t = 0;
+          for (size_t i = b.first_layer; i <= b.last_layer; ++i) t += layer_time_[i].second;
+          TaskId s = g.add_compute(gpu_[w], Time::from_seconds(t * j), static_cast<int32_t>(w), k, l_bwd);
+          g.depend(prev, s);
+          seg[w].push_back(s);
+          prev = s;
+        }
+      }
+      if (st_.kind == "ps") {
+        build_ps_step(g, k, buckets, seg, prev_end);
+      } else {
+        build_allreduce_step(g, k, buckets, seg, prev_collective, prev_end, l_upd);
+      }
+      for (uint32_t w = 0; w < p_; ++w) out.step_end[w].push_back(prev_end[w]);
+    }
+    return out;
+  }
+
+ private:
+  // Forward and backward seconds per layer for one batch.
+  std::vector<std::pair<double, double>> layer_times() const {
+    std::vector<std::pair<double, double>> t;
+    double total_flops = 0;
+    for (const LayerSpec& l : wl_.model.layers) total_flops += l.forward_flops;
+    double bf = wl_.backward_factor;
+    for (const LayerSpec& l : wl_.model.layers) {
+      double fwd;
+      if (wl_.samples_per_s > 0) {
+        // Scaled to a measured single-GPU throughput: one sample's forward+backward takes 1/samples_per_s.
+        double share = total_flops > 0 ? l.forward_flops / total_flops : 1.0 / wl_.model.layers.size();
+        fwd = wl_.batch / wl_.samples_per_s * share / (1 + bf);
+      } else {
+        fwd = l.forward_flops * wl_.batch / (c_.gpu.peak(wl_.precision) * wl_.efficiency);
+      }
+      t.push_back({fwd, fwd * bf});
+    }
+    return t;
+  }
+  double forward_time() const {
+    double s = 0;
+    for (const auto& lt : layer_time_) s += lt.first;
+    return s;
+  }
+  // Samples per second one worker's loader delivers: CPU threads, capped by its share of the file system.
+  double loader_rate() const {
+    const LoaderSpec& l = wl_.loader;
+    if (l.kind == "synthetic") return 0;
+    double r = l.threads * l.per_thread;
+    if (l.fs_bandwidth > 0 && wl_.model.bytes_per_sample > 0)
+      r = std::min(r, l.fs_bandwidth / (wl_.model.bytes_per_sample * p_));
+    return r;
+  }
+  std::vector<Bucket> sync_buckets() const {
+    if (st_.kind == "ps") return make_buckets(wl_, st_.chunk, st_.chunk);
+    double cap = st_.kind == "zero" ? st_.bucket * wl_.gradient_bytes : st_.bucket;
+    if (st_.kind == "zero" && st_.zero_stage == 1) cap = 0;
+    if (cap <= 0 || !st_.overlap) cap = 1e300;
+    return make_buckets(wl_, cap, st_.kind == "zero" ? cap : (st_.first_bucket > 0 ? st_.first_bucket : cap));
+  }
+  std::shared_ptr<const CollectivePlan> plan(Algorithm a, double bytes) {
+    auto key = std::make_pair(static_cast<int>(a), bytes);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    std::shared_ptr<const CollectivePlan> p =
+        make_plan({a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes});
+    plans_[key] = p;
+    return p;
+  }
+  TaskId collective(TaskGraph& g, Algorithm a, double bytes, int k, const char* label) {
+    CollectiveTask t;
+    t.plan = plan(a, bytes);
+    t.members = c_.gpus;
+    t.isolated = true;
+    return g.add_collective(std::move(t), k, g.label(label));
+  }
+  double update_time(double fraction) const {
+    double params = 0;
+    for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
+    // SGD with momentum streams weights, gradients and momentum: ~4 reads/writes of 4 bytes per parameter.
+    return c_.gpu.memory_bandwidth > 0 ? params * fraction * 16 / c_.gpu.memory_bandwidth : 0;
+  }
+
+  void build_allreduce_step(TaskGraph& g, int k, const std::vector<Bucket>& buckets,
+                            const std::vector<std::vector<TaskId>>& seg, std::vector<TaskId>& prev_collective,
+                            std::vector<TaskId>& prev_end, uint32_t l_upd) {
+    bool zero = st_.kind == "zero";
+    Algorithm a = zero ? Algorithm::ReduceScatter : st_.algorithm;
+    TaskId last = UINT32_MAX;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      TaskId gate = UINT32_MAX;
+      if (st_.negotiation) {
+        // Horovod: the background thread wakes every cycle (half a cycle on average) and rank 0 negotiates which
+        // tensors are ready on all ranks: a gather and a broadcast of small messages, ~2 log2(p) latencies.
+        double lat = c_.comm.inter.lookup(64).alpha.seconds() + 2e-6;
+        double negotiation = 2 * std::ceil(std::log2(std::max<uint32_t>(p_, 2))) * lat;
+        gate = g.add_delay(Time::from_seconds(st_.cycle_time / 2 + negotiation), Category::Communication, -1, k,
+                           g.label("horovod negotiation"));
+      }
+      TaskId coll = collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce");
+      for (uint32_t w = 0; w < p_; ++w) g.depend(seg[w][b], gate != UINT32_MAX ? gate : coll);
+      if (gate != UINT32_MAX) g.depend(gate, coll);
+      if (!prev_collective.empty()) g.depend(prev_collective.back(), gate != UINT32_MAX ? gate : coll);
+      prev_collective.assign(1, coll);
+      last = coll;
+    }
+    if (zero) {
+      // Each rank updates its 1/p shard, then the parameters are all-gathered.
+      std::vector<TaskId> upd(p_);
+      for (uint32_t w = 0; w < p_; ++w) {
+        upd[w] = g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0 / p_)), static_cast<int32_t>(w), k, l_upd);
+        g.depend(last, upd[w]);
+      }
+      double params = 0;
+      for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
+      TaskId ag = collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params");
+      for (uint32_t w = 0; w < p_; ++w) g.depend(upd[w], ag);
+      prev_collective.assign(1, ag);
+      for (uint32_t w = 0; w < p_; ++w) prev_end[w] = ag;
+      return;
+    }
+    for (uint32_t w = 0; w < p_; ++w) {
+      TaskId upd = g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0)), static_cast<int32_t>(w), k, l_upd);
+      g.depend(last, upd);
+      prev_end[w] = upd;
+    }
+  }
+
+  VertexId server(uint32_t j) const { return st_.dedicated ? c_.servers[j] : c_.cpus[j % c_.cpus.size()]; }
+
+  void build_ps_step(TaskGraph& g, int k, const std::vector<Bucket>& chunks, const std::vector<std::vector<TaskId>>& seg,
+                     std::vector<TaskId>& prev_end) {
+    uint32_t K = st_.servers;
+    if (server_cpu_.empty())
+      for (uint32_t j = 0; j < K; ++j) server_cpu_.push_back(g.add_resource());
+    uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"), l_upd = g.label("server update");
+    std::vector<std::vector<TaskId>> pulls(p_);
+    TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      std::vector<uint32_t> targets;
+      if (st_.shard_by_layer) targets.push_back(static_cast<uint32_t>(c % K));
+      else
+        for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
+      double bytes = chunks[c].bytes / targets.size();
+      for (uint32_t j : targets) {
+        std::vector<TaskId> aggs(p_);
+        for (uint32_t w = 0; w < p_; ++w) {
+          TaskId push = g.add_transfer(c_.gpus[w], server(j), bytes, static_cast<int32_t>(w), k, l_push);
+          g.depend(seg[w][c], push);
+          aggs[w] = g.add_delay(Time::from_seconds(bytes * c_.comm.gamma_cpu), Category::Communication, static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
+          g.depend(push, aggs[w]);
+          g.depend(aggs[w], barrier);
+        }
+        TaskId upd = UINT32_MAX;
+        if (st_.mode == "sync") {
+          upd = g.add_delay(Time::from_seconds(bytes / 4 * 16 / 20e9), Category::Communication, -1, k, l_upd, server_cpu_[j]);
+          for (uint32_t w = 0; w < p_; ++w) g.depend(aggs[w], upd);
+        }
+        for (uint32_t w = 0; w < p_; ++w) {
+          TaskId pull = g.add_transfer(server(j), c_.gpus[w], bytes, static_cast<int32_t>(w), k, l_pull);
+          g.depend(upd != UINT32_MAX ? upd : aggs[w], pull);
+          pulls[w].push_back(pull);
+        }
+      }
+    }
+    ps_barrier_[k] = barrier;
+    for (uint32_t w = 0; w < p_; ++w) {
+      TaskId done = g.add_delay(Time(), Category::Other, static_cast<int32_t>(w), k, g.label("step done"));
+      for (TaskId t : pulls[w]) g.depend(t, done);
+      prev_end[w] = done;
+    }
+  }
+
+  const Workload& wl_;
+  const Strategy& st_;
+  const Cluster& c_;
+  uint64_t seed_;
+  uint32_t p_;
+  std::vector<uint32_t> gpu_, loader_, server_cpu_;
+  std::vector<std::pair<double, double>> layer_time_;
+  std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
+  std::vector<TaskId> ps_barrier_;
+};
+
+struct RunOutput {
+  TrainingResult result;
+  double throughput = 0;
+};
+
+TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySpec& spec, int64_t nodes,
+                        const TrainingOptions& opts, bool write_trace) {
+  Strategy st = parse_strategy(spec);
+  ServerHosts hosts;
+  if (st.kind == "ps" && st.dedicated) hosts.count = st.servers, hosts.link = st.server_link;
+  Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
+  Builder builder(wl, st, cluster, sc.seed);
+  Built built = builder.build();
+  built.graph.finalize();
+  Engine engine(cluster.topo, cluster.comm, built.graph, opts.engine);
+  engine.run();
+  const auto& rec = engine.records();
+  uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
+  TrainingResult r;
+  r.strategy = spec.label;
+  r.gpus = p;
+  r.nodes = nodes;
+  int w0 = wl.warmup - 1, w1 = wl.warmup + wl.steps - 1;
+  double sum = 0;
+  for (uint32_t w = 0; w < p; ++w)
+    sum += (rec[built.step_end[w][w1]].end - rec[built.step_end[w][w0]].end).seconds() / wl.steps;
+  r.step_time_s = sum / p;
+  r.global_batch = static_cast<double>(wl.batch) * p;
+  r.throughput = r.global_batch / r.step_time_s;
+  double steps_per_epoch = std::ceil(wl.dataset_samples / r.global_batch);
+  double broadcast = (rec[built.broadcast].end - rec[built.broadcast].start).seconds();
+  double checkpoints = 0;
+  if (wl.checkpoint_every > 0)
+    checkpoints = std::floor(steps_per_epoch * wl.epochs / wl.checkpoint_every) * built.broadcast_bytes / wl.checkpoint_bandwidth;
+  r.time_to_train_s = steps_per_epoch * wl.epochs * r.step_time_s + broadcast + checkpoints;
+  // Shares over worker 0's measured window.
+  Time lo = rec[built.step_end[0][w0]].end, hi = rec[built.step_end[0][w1]].end;
+  std::vector<Interval> compute, comm, io, allreduce;
+  const TaskGraph& g = built.graph;
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const Task& task = g.task(t);
+    if (task.step < 0 || rec[t].end <= lo || rec[t].start >= hi) continue;
+    Interval iv{rec[t].start, rec[t].end};
+    if (task.kind == TaskKind::Collective) {
+      comm.push_back(iv);
+      allreduce.push_back(iv);
+    } else if (task.worker == 0 || task.worker < 0) {
+      if (task.category == Category::Compute) compute.push_back(iv);
+      else if (task.category == Category::Communication) comm.push_back(iv);
+      else if (task.category == Category::Io) io.push_back(iv);
+    }
+  }
+  double window = (hi - lo).seconds();
+  double c = union_length(compute, lo, hi);
+  std::vector<Interval> cc = compute;
+  cc.insert(cc.end(), comm.begin(), comm.end());
+  double c_comm = union_length(cc, lo, hi);
+  std::vector<Interval> all = cc;
+  all.insert(all.end(), io.begin(), io.end());
+  double c_all = union_length(all, lo, hi);
+  if (window > 0) {
+    r.share_compute = c / window;
+    r.share_communication = (c_comm - c) / window;
+    r.share_io = (c_all - c_comm) / window;
+    r.share_idle = 1 - c_all / window;
+    r.busy_allreduce = union_length(st.kind == "ps" ? comm : allreduce, lo, hi) / window;
+    r.busy_data = union_length(io, lo, hi) / window;
+    r.busy_compute = c / window;
+  }
+  r.stats = engine.stats();
+  if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);
+  return r;
+}
+
+}  // namespace
+
+std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<int64_t>& counts,
+                                         const TrainingOptions& opts) {
+  Workload wl = parse_workload(sc);
+  int gpn = sc.cluster.gpus_per_node();
+  int64_t ref_gpus = sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
+  if (ref_gpus % gpn != 0)
+    sc.root["reference_gpus"].fail(fmt::format("reference_gpus must be a multiple of {} GPUs per node", gpn));
+  std::vector<TrainingResult> out;
+  bool trace = !opts.trace_file.empty();
+  for (const StrategySpec& spec : sc.strategies) {
+    std::map<int64_t, TrainingResult> done;
+    for (int64_t n : counts) {
+      done[n] = simulate(sc, wl, spec, n, opts, trace);
+      trace = false;
+    }
+    int64_t ref_nodes = ref_gpus / gpn;
+    if (!done.count(ref_nodes)) done[ref_nodes] = simulate(sc, wl, spec, ref_nodes, opts, false);
+    const TrainingResult& ref = done[ref_nodes];
+    for (int64_t n : counts) {
+      TrainingResult r = done[n];
+      r.speedup = r.throughput / ref.throughput;
+      r.efficiency = r.speedup / (static_cast<double>(r.gpus) / static_cast<double>(ref.gpus));
+      r.learning_rate_scale = r.global_batch / ref.global_batch;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+Report run_training_report(const Scenario& sc, const std::vector<int64_t>& counts, const TrainingOptions& opts,
+                           bool stats) {
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  Workload wl = parse_workload(sc);
+  report.title = fmt::format("{}: {} on {}, batch {}/GPU, {} loader", sc.name, wl.model.name, sc.cluster.name(),
+                             wl.batch, wl.loader.kind);
+  report.table_columns = {"strategy", "gpus", "step_time_s", "throughput_samples_per_s", "speedup", "efficiency",
+                          "time_to_train_s", "shares.compute", "shares.communication", "shares.io", "shares.idle"};
+  for (const TrainingResult& r : run_training(sc, counts, opts)) {
+    Record rec{{"strategy", r.strategy},
+               {"gpus", r.gpus},
+               {"nodes", r.nodes},
+               {"step_time_s", r.step_time_s},
+               {"throughput_samples_per_s", r.throughput},
+               {"speedup", r.speedup},
+               {"efficiency", r.efficiency},
+               {"time_to_train_s", r.time_to_train_s},
+               {"global_batch", static_cast<int64_t>(r.global_batch)},
+               {"lr_scale", r.learning_rate_scale},
+               {"shares.compute", r.share_compute},
+               {"shares.communication", r.share_communication},
+               {"shares.io", r.share_io},
+               {"shares.idle", r.share_idle},
+               {"kernel_shares.allreduce", r.busy_allreduce},
+               {"kernel_shares.data", r.busy_data},
+               {"kernel_shares.compute", r.busy_compute}};
+    if (stats) {
+      rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
+      rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
+      rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
+    }
+    report.results.push_back(std::move(rec));
+  }
+  report.notes.push_back("shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
+  return report;
+}
+
 }  // namespace ddlsim

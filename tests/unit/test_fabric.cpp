@@ -225,10 +225,9 @@ TEST(FabricDragonfly, BalancedDiameterIsThreeSwitchHops) {
     }
 }
 
-// Known gap in Router, not in the builder: fewest-hops routing breaks ties between local–global–local and
-// global–global(–global) paths by hash, so on a balanced dragonfly some minimal routes cross 2 or 3 global
-// cables. Real minimal dragonfly routing is L–G–L; enable this once Router prefers fewer global hops.
-TEST(FabricDragonfly, DISABLED_BalancedMinimalRoutesAreLocalGlobalLocal) {
+// Minimal dragonfly routing is local–global–local: the router weighs a global hop above any local detour, so every
+// inter-group route crosses exactly one global cable (fewest hops alone could pick global–global paths).
+TEST(FabricDragonfly, BalancedMinimalRoutesAreLocalGlobalLocal) {
   Fabric f(72, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 2, global_links_per_router: 2, "
                    "groups: 9"));
   Router r(f.topo);

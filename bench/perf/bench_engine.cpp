@@ -1,0 +1,149 @@
+// Engine benchmarks: plain timers printing one CSV line per case (figures, never assertions).
+//   ring-1024-fast / ring-1024-flow   ring allreduce of 100 MB over 1024 ranks on a star, max-plus fast path vs
+//                                     the flow model message by message (ddlsim run --no-fast)
+//   ring-16384-fast                   the same over 16384 ranks (fast path only)
+//   flownet-random-L-K                raw FlowNetwork: random flows on L random links, K of them active at once
+//                                     (closed loop); messages = flow events (one start or one completion)
+//   ps-incast-1024x8-flow             PS allreduce, 1024 workers pushing to and pulling from 8 dedicated servers
+// rss_MB is the process's peak resident set so far (getrusage), so cases run from small to large.
+// Usage: bench_engine [--quick]   (--quick shrinks every case, for smoke tests)
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/net/flow_network.hpp"
+#include "sim/train/collective_workload.hpp"
+
+namespace {
+
+using namespace ddlsim;
+using Clock = std::chrono::steady_clock;
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+void print_line(const std::string& name, int64_t ranks, uint64_t messages, double wall) {
+  std::printf("%s, %lld, %llu, %.3f, %.4g, %.1f\n", name.c_str(), static_cast<long long>(ranks),
+              static_cast<unsigned long long>(messages), wall, wall > 0 ? static_cast<double>(messages) / wall : 0.0,
+              peak_rss_mb());
+  std::fflush(stdout);
+}
+
+Scenario scenario_from(const std::string& text) {
+  std::string path = fmt::format("/tmp/ddlsim_bench_{}.yaml", getpid());
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  Scenario s = load_scenario(path, {});
+  std::remove(path.c_str());
+  return s;
+}
+
+std::string star_scenario(int64_t ranks, const std::string& strategy) {
+  return fmt::format(
+      "name: bench\n"
+      "cluster:\n"
+      "  nodes: {}\n"
+      "  gpus_per_node: 1\n"
+      "  gpu: a100-40gb\n"
+      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+      "workload: {{collective: allreduce, bytes: 100MB}}\n"
+      "strategies:\n  - {}\n",
+      ranks, strategy);
+}
+
+void collective_case(const std::string& name, int64_t ranks, const std::string& strategy, bool fast) {
+  Scenario sc = scenario_from(star_scenario(ranks, strategy));
+  auto t0 = Clock::now();
+  CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), ranks, EngineOptions{fast});
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  print_line(name, r.gpus, r.stats.messages, wall);
+  std::fprintf(stderr, "  %s: simulated %.6f s, %llu fast messages, %llu flows, %llu events\n", name.c_str(),
+               r.time_s, static_cast<unsigned long long>(r.stats.fast_messages),
+               static_cast<unsigned long long>(r.stats.flows), static_cast<unsigned long long>(r.stats.events));
+}
+
+// Random links (1..100 GB/s); flows over 1-4 distinct random links (30% with a per-flow cap), 1 MB .. 100 MB.
+// Closed loop: `concurrent` flows start at 0 and every completion starts the next one until `flows` have run, so
+// about `concurrent` flows share the links at any time. Counts flow starts + completions per wall second.
+void flownet_case(size_t links, size_t flows, size_t concurrent) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<size_t> pick_link(0, links - 1), pick_hops(1, 4);
+  FlowNetwork net;
+  for (size_t l = 0; l < links; ++l) net.add_link(Rate{std::pow(10.0, 9 + 2 * u(rng))}, Time());
+  struct Spec {
+    std::vector<LinkId> route;
+    double bytes, cap;
+  };
+  std::vector<Spec> specs(flows);
+  for (Spec& a : specs) {
+    size_t hops = std::min(links, pick_hops(rng));
+    while (a.route.size() < hops) {
+      LinkId l = static_cast<LinkId>(pick_link(rng));
+      bool dup = false;
+      for (LinkId x : a.route) dup = dup || x == l;
+      if (!dup) a.route.push_back(l);
+    }
+    a.bytes = std::pow(10.0, 6 + 2 * u(rng));
+    a.cap = u(rng) < 0.3 ? std::pow(10.0, 9 + u(rng)) : 0;
+  }
+  auto t0 = Clock::now();
+  uint64_t events = 0;
+  size_t next = 0;
+  auto start = [&](Time now) {
+    const Spec& a = specs[next];
+    net.add_flow(a.route, a.bytes, a.cap, next, now);
+    ++next;
+    ++events;
+  };
+  while (next < std::min(concurrent, flows)) start(Time());
+  net.resolve(Time());
+  while (!net.empty()) {
+    Time now = net.next_completion();
+    while (!net.empty() && net.next_completion() == now) {
+      net.pop_completion();
+      ++events;
+      if (next < flows) start(now);
+    }
+    net.resolve(now);
+  }
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  print_line(fmt::format("flownet-random-{}links-{}active", links, concurrent), 0, events, wall);
+  std::fprintf(stderr, "  flownet: %zu flows, %llu component solves\n", flows,
+               static_cast<unsigned long long>(net.component_solves()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  int64_t small = quick ? 64 : 1024, large = quick ? 1024 : 16384;
+  std::printf("case, ranks, messages, wall_s, messages_per_s, rss_MB\n");
+  try {
+    collective_case(fmt::format("ring-{}-fast", small), small, "ring", true);
+    collective_case(fmt::format("ring-{}-flow", small), small, "ring", false);
+    flownet_case(quick ? 256 : 1024, quick ? 20000 : 200000, 64);
+    flownet_case(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
+    collective_case(fmt::format("ps-incast-{}x8-flow", small), small, "{name: ps, servers: 8, placement: dedicated}",
+                    false);
+    collective_case(fmt::format("ring-{}-fast", large), large, "ring", true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_engine: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

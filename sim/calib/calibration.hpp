@@ -1,0 +1,39 @@
+#pragma once
+// The calibration file `ddlsim calibrate --out` writes, and its reader. Shape:
+//
+//   # fitted by ddlsim calibrate from <files> on <date>
+//   comm:
+//     intra:                                   # ranges by message size, the last one unbounded
+//       - {max_bytes: 64KiB, alpha: 1.2us, bandwidth: 5.1GB/s}
+//       - {alpha: 8.0us, bandwidth: 9.8GB/s}
+//     inter: [...]
+//     reduce_bandwidth_gpu: 12GB/s            # 1/gamma
+//     reduce_bandwidth_cpu: 12GB/s
+//   fit: {residual_median: 0.031, residual_max: 0.12, points: 86}
+//
+// Each range may also carry `efficiency` (fraction of the route bottleneck one flow gets), as in CommRange.
+#include <string>
+#include <vector>
+
+#include "sim/calib/fit.hpp"
+#include "sim/io/yaml.hpp"
+#include "sim/net/comm_model.hpp"
+
+namespace ddlsim {
+
+// The YAML text of a fit. `date` goes into the header comment only.
+std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files, const std::string& date);
+
+// Reads a calibration document (a map with `comm:`) or a `comm:` map itself. Throws InputError at the offending key.
+CommModel load_calibration(const YamlNode& node);
+CommModel load_calibration_file(const std::string& path);
+
+// One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
+CommClass parse_comm_ranges(const YamlNode& list);
+
+// Text for YAML quantities: "64KiB", "1.234567us", "9.87654321GB/s".
+std::string yaml_bytes(double bytes);
+std::string yaml_time(double seconds);
+std::string yaml_rate(double bytes_per_second);
+
+}  // namespace ddlsim

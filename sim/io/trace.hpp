@@ -1,0 +1,17 @@
+#pragma once
+// Perfetto / Chrome trace-event JSON of a simulated run: one track per worker (compute, loader, communication)
+// and one for collectives; open in ui.perfetto.dev or chrome://tracing.
+#include <string>
+#include <vector>
+
+#include "sim/train/engine.hpp"
+#include "sim/train/task_graph.hpp"
+
+namespace ddlsim {
+
+// Writes the tasks of the first `max_workers` workers plus every collective. Throws InputError if the file cannot
+// be written.
+void write_perfetto_trace(const std::string& path, const TaskGraph& graph, const std::vector<TaskRecord>& records,
+                          int max_workers);
+
+}  // namespace ddlsim

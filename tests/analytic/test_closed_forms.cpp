@@ -1,0 +1,236 @@
+// Closed forms on one switch (the setting where nothing is shared but what the algorithm itself shares).
+// Inline star, gpus_per_node 1: every GPU is its own host on a cable of bandwidth B and latency l, so every route
+// is GPU → switch → GPU with latency 2l and bottleneck B. n bytes per rank, p ranks, γ = 1/reduce bandwidth,
+// α = per-message software overhead. Every check is relative, to 1e-9 (picosecond rounding per message).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+#include <string>
+
+#include "sim/io/scenario.hpp"
+#include "sim/train/collective_workload.hpp"
+
+namespace ddlsim {
+namespace {
+
+constexpr double kB = 25e9;    // 25 GB/s
+constexpr double kL = 1e-6;    // 1 us per cable
+constexpr double kN = 100e6;   // 100 MB
+constexpr double kRel = 1e-9;
+
+Scenario scenario_from(const std::string& text) {
+  static int counter = 0;
+  std::string path = fmt::format("{}ddlsim_closed_{}_{}.yaml", ::testing::TempDir(), getpid(), counter++);
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  Scenario s = load_scenario(path, {});
+  std::remove(path.c_str());
+  return s;
+}
+
+// One collective of kN bytes on p ranks of the star; `comm` is an optional comm: map.
+CollectiveResult run(int p, const std::string& strategy, const std::string& comm = "",
+                     const std::string& collective = "allreduce", bool fast = true) {
+  std::string text = fmt::format(
+      "name: closed-form\n"
+      "cluster:\n"
+      "  nodes: {}\n"
+      "  gpus_per_node: 1\n"
+      "  gpu: a100-40gb\n"
+      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+      "{}"
+      "workload: {{collective: {}, bytes: 100MB}}\n"
+      "strategies:\n  - {}\n",
+      p, comm.empty() ? "" : "  comm: " + comm + "\n", collective, strategy);
+  Scenario sc = scenario_from(text);
+  return run_collective_workload(sc, sc.strategies.at(0), p, EngineOptions{fast});
+}
+
+void expect_rel(double got, double want) {
+  EXPECT_NEAR(got, want, want * kRel) << "got " << got << " s, want " << want << " s (diff "
+                                      << (got - want) * 1e12 << " ps)";
+}
+
+TEST(ClosedForm, RingAllreduce) {
+  // T = 2(p−1)·(2l + n/(p·B))
+  for (int p : {2, 3, 4, 5, 8, 16, 64}) {
+    SCOPED_TRACE(p);
+    double want = 2.0 * (p - 1) * (2 * kL + kN / (p * kB));
+    expect_rel(run(p, "ring").time_s, want);
+    expect_rel(run(p, "ring", "", "allreduce", false).time_s, want);  // and message by message
+  }
+}
+
+TEST(ClosedForm, RingAllreduceWithGamma) {
+  // γ = 1/R with R = reduce_bandwidth_gpu = 50 GB/s; the p−1 reduce-scatter steps each reduce n/p bytes:
+  // T = 2(p−1)·(2l + n/(p·B)) + (p−1)·(n/p)·γ
+  const double gamma = 1 / 50e9;
+  for (int p : {2, 4, 7, 16}) {
+    SCOPED_TRACE(p);
+    double want = 2.0 * (p - 1) * (2 * kL + kN / (p * kB)) + (p - 1) * (kN / p) * gamma;
+    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}").time_s, want);
+    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "allreduce", false).time_s, want);
+  }
+}
+
+TEST(ClosedForm, RingAllreduceWithAlpha) {
+  // Every one of the 2(p−1) steps pays α once: T = 2(p−1)·(α + 2l + n/(p·B)), α = 5 us.
+  const double alpha = 5e-6;
+  for (int p : {3, 16}) {
+    SCOPED_TRACE(p);
+    double want = 2.0 * (p - 1) * (alpha + 2 * kL + kN / (p * kB));
+    expect_rel(run(p, "ring", "{alpha_inter: 5us}").time_s, want);
+  }
+}
+
+TEST(ClosedForm, ReduceScatterAndAllGather) {
+  // Half a ring each: T = (p−1)·(2l + n/(p·B)) (+ (p−1)·(n/p)·γ for reduce-scatter).
+  const double gamma = 1 / 50e9;
+  for (int p : {4, 16}) {
+    SCOPED_TRACE(p);
+    double half = (p - 1) * (2 * kL + kN / (p * kB));
+    expect_rel(run(p, "ring", "", "reduce-scatter").time_s, half);
+    expect_rel(run(p, "ring", "", "all-gather").time_s, half);
+    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "reduce-scatter").time_s,
+               half + (p - 1) * (kN / p) * gamma);
+    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "all-gather").time_s, half);  // nothing to reduce
+  }
+}
+
+TEST(ClosedForm, RecursiveHalvingDoubling) {
+  // p a power of two: T = 2·log2(p)·2l + 2(p−1)/p·n/B
+  for (int p : {2, 4, 8, 16, 32}) {
+    SCOPED_TRACE(p);
+    double lg = std::log2(p);
+    double want = 2 * lg * 2 * kL + 2.0 * (p - 1) / p * kN / kB;
+    expect_rel(run(p, "rhd").time_s, want);
+    expect_rel(run(p, "rhd", "", "allreduce", false).time_s, want);
+  }
+}
+
+TEST(ClosedForm, RecursiveHalvingDoublingWithGamma) {
+  // + (p−1)/p·n·γ: the halving steps reduce n/2 + n/4 + ... + n/p bytes.
+  const double gamma = 1 / 50e9;
+  for (int p : {4, 16}) {
+    SCOPED_TRACE(p);
+    double want = 2 * std::log2(p) * 2 * kL + 2.0 * (p - 1) / p * kN / kB + (p - 1.0) / p * kN * gamma;
+    expect_rel(run(p, "rhd", "{reduce_bandwidth_gpu: 50GB/s}").time_s, want);
+  }
+}
+
+TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
+  // Both reach the bandwidth lower bound 2(p−1)/p·n/B (Patarasuk & Yuan); they differ only in latency terms:
+  // ring − rhd = (2(p−1) − 2·log2 p)·2l.
+  int p = 16;
+  double diff = run(p, "ring").time_s - run(p, "rhd").time_s;
+  EXPECT_NEAR(diff, (2.0 * (p - 1) - 2 * std::log2(p)) * 2 * kL, 1e-9 * run(p, "ring").time_s);
+}
+
+TEST(ClosedForm, ParameterServerDedicated) {
+  // p workers, k dedicated servers, equal links. Push: worker uplinks carry n (k flows of n/k), each server
+  // downlink carries p·n/k; pull mirrors it. T = 2·max(n/B, p·n/(k·B)) + 2·2l
+  int p = 16;
+  for (int k : {1, 4, 16}) {
+    SCOPED_TRACE(k);
+    double want = 2 * std::max(kN / kB, p * kN / (k * kB)) + 2 * 2 * kL;
+    std::string st = fmt::format("{{name: ps, servers: {}, placement: dedicated}}", k);
+    expect_rel(run(p, st).time_s, want);
+    expect_rel(run(p, st, "", "allreduce", false).time_s, want);
+  }
+}
+
+TEST(ClosedForm, ParameterServerDedicatedWithCpuGamma) {
+  // Each server aggregates p shards of n/k on its CPU between push and pull: + p·(n/k)·γ_cpu, γ_cpu = 1/(10 GB/s).
+  int p = 16;
+  const double gamma_cpu = 1 / 10e9;
+  for (int k : {1, 4}) {
+    SCOPED_TRACE(k);
+    double want = 2 * std::max(kN / kB, p * kN / (k * kB)) + 2 * 2 * kL + p * (kN / k) * gamma_cpu;
+    expect_rel(run(p, fmt::format("{{name: ps, servers: {}, placement: dedicated}}", k),
+                   "{reduce_bandwidth_cpu: 10GB/s}")
+                   .time_s,
+               want);
+  }
+}
+
+TEST(ClosedForm, ParameterServerColocated) {
+  // k = p servers on the workers themselves: the shard a worker owns never crosses a link.
+  // T = 2(p−1)/p·n/B + 2·2l (the ring's bandwidth term)
+  for (int p : {4, 16}) {
+    SCOPED_TRACE(p);
+    double want = 2.0 * (p - 1) / p * kN / kB + 2 * 2 * kL;
+    expect_rel(run(p, fmt::format("{{name: ps, servers: {}, placement: colocated}}", p)).time_s, want);
+  }
+}
+
+TEST(ClosedForm, DirectAllreduce) {
+  // Every rank sends its whole buffer to the p−1 others at once: each uplink carries (p−1)·n.
+  // T = (p−1)·n/B + 2l
+  for (int p : {2, 4, 16}) {
+    SCOPED_TRACE(p);
+    expect_rel(run(p, "direct").time_s, (p - 1) * kN / kB + 2 * kL);
+  }
+}
+
+TEST(ClosedForm, BinaryTreeAllreduce) {
+  // Full binary tree, p = 2^(h+1) − 1 (height h): at every level two children send n to one parent at once,
+  // sharing its downlink (2n/B), and in the broadcast a parent sends n to two children at once, sharing its
+  // uplink (2n/B). 2h levels in all: T = 2h·(2n/B + 2l)
+  for (int h : {1, 2, 3}) {
+    int p = (2 << h) - 1;
+    SCOPED_TRACE(p);
+    double level = 2 * kN / kB + 2 * kL;
+    expect_rel(run(p, "tree").time_s, 2 * h * level);
+    // Broadcast alone: the h downward levels, T = h·(2n/B + 2l)
+    expect_rel(run(p, "tree", "", "broadcast").time_s, h * level);
+  }
+  // p = 2: a chain, one message up and one down: T = 2·(n/B + 2l)
+  expect_rel(run(2, "tree").time_s, 2 * (kN / kB + 2 * kL));
+}
+
+TEST(ClosedForm, BusBandwidth) {
+  // nccl-tests: algbw = n / T, busbw = algbw·2(p−1)/p for allreduce.
+  int p = 16;
+  CollectiveResult r = run(p, "ring");
+  expect_rel(r.algbw, kN / r.time_s);
+  expect_rel(r.busbw, r.algbw * 2.0 * (p - 1) / p);
+  // For the ring the bus bandwidth approaches B as the latency share vanishes: busbw = B·(1 − latency share).
+  double t_bw = 2.0 * (p - 1) / p * kN / kB;
+  expect_rel(r.busbw, kB * t_bw / r.time_s);
+  // reduce-scatter / all-gather: (p−1)/p
+  CollectiveResult rs = run(p, "ring", "", "reduce-scatter");
+  expect_rel(rs.busbw, rs.algbw * (p - 1.0) / p);
+  EXPECT_EQ(r.gpus, p);
+  EXPECT_EQ(r.bytes, kN);
+}
+
+TEST(ClosedForm, BusFactor) {
+  // allreduce 2(p−1)/p; reduce-scatter and all-gather (p−1)/p; broadcast 1; a single rank moves nothing: 0.
+  for (int64_t p : {2, 3, 8, 16, 1024}) {
+    double pd = static_cast<double>(p);
+    EXPECT_DOUBLE_EQ(bus_factor("allreduce", p), 2 * (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor("reduce-scatter", p), (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor("all-gather", p), (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor("broadcast", p), 1.0);
+  }
+  EXPECT_EQ(bus_factor("allreduce", 1), 0.0);
+  EXPECT_EQ(bus_factor("allreduce", 2), 1.0);
+}
+
+TEST(ClosedForm, ShippedScenarioMatches) {
+  // scenarios/star-ps-vs-ring.yaml is this very setting with p = 16: ring = 2·15·(2 us + 100 MB/(16·25 GB/s)).
+  Scenario sc = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/star-ps-vs-ring.yaml", {});
+  ASSERT_EQ(sc.strategies.at(0).name, "ring");
+  CollectiveResult r = run_collective_workload(sc, sc.strategies[0], 16);
+  expect_rel(r.time_s, 2.0 * 15 * (2 * kL + kN / (16 * kB)));
+}
+
+}  // namespace
+}  // namespace ddlsim

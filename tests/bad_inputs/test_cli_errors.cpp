@@ -1,0 +1,154 @@
+// Bad inputs through the real CLI: exit status 2 and exactly one line on stderr naming the file, the line:column
+// and the key path (the DESIGN convention `file:line:col: key.path: message`). Usage errors exit 2, --help 0.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out;  // stdout or stderr, whichever was captured
+};
+
+// Runs build/ddlsim with `args`, capturing stderr (stdout discarded) or stdout (stderr discarded).
+Outcome ddlsim(const std::string& args, bool capture_stderr = true) {
+  std::string cmd = std::string("'") + DDLSIM_BINARY + "' " + args +
+                    (capture_stderr ? " 2>&1 1>/dev/null" : " 2>/dev/null");
+  Outcome o;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) {
+    ADD_FAILURE() << "popen failed: " << cmd;
+    return o;
+  }
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) o.out.append(buf.data(), n);
+  int raw = pclose(pipe);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return o;
+}
+
+std::string data(const std::string& file) {
+  return std::string(DDLSIM_SOURCE_DIR) + "/tests/bad_inputs/data/" + file;
+}
+
+size_t lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n + (!s.empty() && s.back() != '\n');
+}
+
+struct Expected {
+  std::string file;
+  int line;                // 1-based line of the offending key or value
+  std::string key_path;    // e.g. cluster.network.link.bandwidth
+  std::string fragment;    // a piece of the message
+};
+
+// stderr must be one line: `ddlsim: <path>/<file>:<line>:<col>: <key path>: <message>`.
+void expect_one_line_error(const Expected& e) {
+  SCOPED_TRACE(e.file);
+  Outcome o = ddlsim("run '" + data(e.file) + "'");
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  std::smatch m;
+  std::regex located(std::regex_replace(e.file, std::regex(R"([.\[\]])"), R"(\$&)") + R"(:(\d+):(\d+): )");
+  ASSERT_TRUE(std::regex_search(o.out, m, located)) << "no file:line:col in: " << o.out;
+  EXPECT_EQ(std::stoi(m[1]), e.line) << o.out;
+  EXPECT_GE(std::stoi(m[2]), 1) << o.out;
+  if (!e.key_path.empty()) {
+    EXPECT_NE(o.out.find(": " + e.key_path + ": "), std::string::npos) << o.out;
+  }
+  EXPECT_NE(o.out.find(e.fragment), std::string::npos) << o.out;
+}
+
+TEST(CliErrors, MissingFile) {
+  // Nothing to point into: the file name and the reason, on one line.
+  Outcome o = ddlsim("run '" + data("no_such_file.yaml") + "'");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_NE(o.out.find("no_such_file.yaml"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("cannot open"), std::string::npos) << o.out;
+}
+
+TEST(CliErrors, YamlSyntaxError) {
+  // The flow map opened on line 7 is never closed; yaml-cpp notices at the next line's key.
+  SCOPED_TRACE("syntax_error.yaml");
+  Outcome o = ddlsim("run '" + data("syntax_error.yaml") + "'");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(syntax_error\.yaml:(\d+):(\d+): )"))) << o.out;
+  EXPECT_GE(std::stoi(m[1]), 7) << o.out;
+  EXPECT_NE(o.out.find("syntax"), std::string::npos) << o.out;
+}
+
+TEST(CliErrors, UnknownKeySuggestsTheCloseOne) {
+  expect_one_line_error({"unknown_key.yaml", 9, "cluster.network.link.bandwdith", "did you mean \"bandwidth\""});
+}
+
+TEST(CliErrors, NegativeBandwidth) {
+  expect_one_line_error({"negative_bandwidth.yaml", 9, "cluster.network.link.bandwidth", "positive"});
+}
+
+TEST(CliErrors, UnitlessBandwidth) {
+  expect_one_line_error({"unitless_bandwidth.yaml", 10, "cluster.network.link.bandwidth", "unit"});
+}
+
+TEST(CliErrors, DragonflyThatCannotConnectItsGroups) {
+  expect_one_line_error(
+      {"dragonfly_disconnected.yaml", 12, "cluster.network.global_links_per_router", "global"});
+}
+
+TEST(CliErrors, UnknownStrategy) {
+  expect_one_line_error({"unknown_strategy.yaml", 10, "strategies[1]", "butterfly"});
+}
+
+TEST(CliErrors, OverrideWithBadValueNamesTheFlag) {
+  // --set values are checked like file values; there is no line, but the error names the key.
+  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
+                     "/scenarios/star-ps-vs-ring.yaml' --set cluster.network.link.bandwidth=25");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_NE(o.out.find("cluster.network.link.bandwidth"), std::string::npos) << o.out;
+  // BUG: the value came from --set, yet the error points into the file at 1:1
+  // ("scenarios/star-ps-vs-ring.yaml:1:1: cluster.network.link.bandwidth: ..."): YamlNode::apply_override
+  // (sim/io/yaml.cpp) grafts a node parsed from the override string, whose yaml-cpp mark is 0:0, and
+  // YamlNode::location() renders it as {file, 1, 1}. sim/core/error.hpp says a command-line value has no file;
+  // the other override errors use the location "--set", which is what this one should name too.
+  EXPECT_EQ(o.out.find("star-ps-vs-ring.yaml:1:1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--set"), std::string::npos) << o.out;
+}
+
+TEST(CliUsage, NoArgumentsIsAUsageError) {
+  Outcome o = ddlsim("");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.out.find("usage"), std::string::npos) << o.out;  // the usage goes to stderr
+}
+
+TEST(CliUsage, HelpExitsZero) {
+  Outcome o = ddlsim("--help", false);
+  EXPECT_EQ(o.status, 0);
+  EXPECT_NE(o.out.find("usage"), std::string::npos) << o.out;
+}
+
+TEST(CliUsage, RunHelpExitsZero) {
+  Outcome o = ddlsim("run --help", false);
+  EXPECT_EQ(o.status, 0);
+  EXPECT_NE(o.out.find("usage: ddlsim run"), std::string::npos) << o.out;
+}
+
+TEST(CliUsage, UnknownCommandAndOption) {
+  EXPECT_EQ(ddlsim("frobnicate").status, 2);
+  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/star-ps-vs-ring.yaml' --bogus");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_EQ(ddlsim("run").status, 2);  // no scenario
+}
+
+}  // namespace

@@ -1,0 +1,360 @@
+// The alpha-beta-gamma fit recovers known parameters from data the simulator itself generates, the calibration
+// YAML round-trips, and the replay reproduces what it was fitted on.
+//
+// Synthetic data: one collective on an inline star of one-GPU nodes whose links never bind (1 TB/s, no latency), so
+// the comm model alone sets the time. With alpha a, bandwidth 1/b and reduce bandwidth 1/g the simulator gives
+//   one message (two-node broadcast):  a + n b
+//   ring allreduce, p ranks:           2(p-1) a + 2(p-1)/p n b + (p-1)/p n g
+//   rhd, p a power of two:             2 log2(p) a + 2(p-1)/p n b + (p-1)/p n g
+// and the fit must return a, b, g. Parameters and sizes are chosen so every simulated time is a whole number of
+// picoseconds (the simulator's one rounding point), which makes the data exact.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/calib/calibration.hpp"
+#include "sim/calib/fit.hpp"
+#include "sim/calib/replay.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/train/collective_workload.hpp"
+
+namespace ddlsim {
+namespace {
+
+struct Params {
+  double alpha_us;
+  double bandwidth_GBps;
+};
+constexpr double kReduceGBps = 20;  // gamma = 50 ps per byte
+
+double simulate(const std::string& collective, const std::string& strategy, int64_t nodes, double bytes, Params p,
+                double reduce_GBps = kReduceGBps) {
+  std::string text = fmt::format(
+      "name: synthetic\n"
+      "cluster:\n"
+      "  nodes: {}\n"
+      "  gpus_per_node: 1\n"
+      "  gpu: a100-40gb\n"
+      "  network: {{kind: star, link: {{bandwidth: 1TB/s, latency: 0us}}}}\n"
+      "  comm: {{alpha_inter: {}us, bandwidth_inter: {}GB/s, reduce_bandwidth_gpu: {}GB/s, reduce_bandwidth_cpu: {}GB/s}}\n"
+      "workload: {{collective: {}, bytes: {}B}}\n"
+      "strategies: [{}]\n",
+      nodes, p.alpha_us, p.bandwidth_GBps, reduce_GBps, reduce_GBps, collective, bytes, strategy);
+  YamlNode root = YamlNode::load_string(text, "synthetic.yaml");
+  YamlNode st = root["strategies"].elements().at(0);
+  std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
+  Scenario sc{.file = "synthetic.yaml",
+              .name = "synthetic",
+              .root = root,
+              .cluster = ClusterSpec(root["cluster"]),
+              .workload = root["workload"],
+              .collective = true,
+              .collective_kind = collective,
+              .bytes = bytes,
+              .strategies = {StrategySpec{name, name, st}}};
+  return run_collective_workload(sc, sc.strategies[0], nodes).time_s;
+}
+
+Measurement make(MeasurementKind kind, const std::string& algorithm, int64_t ranks, double bytes, double t,
+                 bool same_node) {
+  Measurement m;
+  m.file = "synthetic";
+  m.tool = "ddlsim-kernels";
+  m.kind = kind;
+  m.algorithm = algorithm;
+  m.ranks = ranks;
+  m.ranks_per_node = same_node ? ranks : 1;
+  m.nodes = same_node ? 1 : ranks;
+  m.bytes = bytes;
+  m.time_s = t;
+  m.reps = {t};
+  m.same_node = same_node;
+  return m;
+}
+
+Measurement pingpong(double n, Params p, bool same_node) {
+  return make(MeasurementKind::PingPong, "pingpong", 2, n, simulate("broadcast", "tree", 2, n, p), same_node);
+}
+Measurement allreduce(const std::string& algo, int64_t ranks, double n, Params p, bool same_node) {
+  return make(MeasurementKind::Allreduce, algo, ranks, n, simulate("allreduce", algo, ranks, n, p), same_node);
+}
+
+void expect_rel(double got, double want, double tol, const char* what) {
+  EXPECT_NEAR(got / want, 1.0, tol) << what << ": got " << got << ", want " << want;
+}
+
+TEST(CalibFit, RecoversAlphaBetaGammaFromSimulatedPingPongAndAllreduce) {
+  const Params p{5, 10};  // alpha 5 us, beta 100 ps/B
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 16 * 1048576.0; n *= 4) ms.push_back(pingpong(n, p, false));
+  for (int64_t ranks : {2, 4, 8})
+    for (double n = 65536; n <= 64 * 1048576.0; n *= 4) ms.push_back(allreduce("ring", ranks, n, p, false));
+  for (int64_t ranks : {4, 8})
+    for (double n = 65536; n <= 64 * 1048576.0; n *= 16) ms.push_back(allreduce("rhd", ranks, n, p, false));
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  ASSERT_TRUE(fit.link[kInterNode].measured);
+  EXPECT_FALSE(fit.link[kIntraNode].measured);
+  ASSERT_EQ(fit.link[kInterNode].ranges.size(), 1u);
+  const FittedRange& r = fit.link[kInterNode].ranges[0];
+  expect_rel(r.alpha, 5e-6, 1e-6, "alpha");
+  expect_rel(r.beta, 1e-10, 1e-6, "beta");
+  EXPECT_TRUE(fit.gamma_measured);
+  EXPECT_FALSE(fit.gamma_folded);
+  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+  EXPECT_EQ(fit.fit_points, ms.size());
+  EXPECT_LT(fit.residual_max, 1e-6);
+  // The CommModel carries the same numbers.
+  EXPECT_EQ(fit.model.inter.ranges.size(), 1u);
+  EXPECT_EQ(fit.model.inter.ranges[0].alpha, Time::us(5));
+  expect_rel(fit.model.inter.ranges[0].bandwidth, 1e10, 1e-6, "bandwidth");
+}
+
+// Eager (<= 64 KiB messages) and rendezvous ranges: each simulated case uses the range its messages fall in (every
+// message of a ring or a ping-pong has one size), so the data are exactly the two-range model.
+constexpr double kBreak = 65536;
+const Params kEager{2, 4};        // 250 ps/B
+const Params kRendezvous{10, 12.5};  // 80 ps/B
+Params range_of(double message) { return message <= kBreak ? kEager : kRendezvous; }
+
+std::vector<Measurement> two_range_data() {
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 16 * 1048576.0; n *= 2) ms.push_back(pingpong(n, range_of(n), true));
+  for (int64_t ranks : {2, 4})
+    for (double n = 4096; n <= 64 * 1048576.0; n *= 2)
+      ms.push_back(allreduce("ring", ranks, n, range_of(n / static_cast<double>(ranks)), true));
+  return ms;
+}
+
+void expect_two_ranges(const FitResult& fit) {
+  const FittedClass& c = fit.link[kIntraNode];
+  ASSERT_TRUE(c.measured);
+  ASSERT_EQ(c.ranges.size(), 2u);
+  EXPECT_EQ(c.ranges[0].max_bytes, kBreak);
+  EXPECT_TRUE(std::isinf(c.ranges[1].max_bytes));
+  expect_rel(c.ranges[0].alpha, 2e-6, 1e-6, "eager alpha");
+  expect_rel(c.ranges[0].beta, 1 / 4e9, 1e-6, "eager beta");
+  expect_rel(c.ranges[1].alpha, 10e-6, 1e-6, "rendezvous alpha");
+  expect_rel(c.ranges[1].beta, 1 / 12.5e9, 1e-6, "rendezvous beta");
+  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+  EXPECT_LT(fit.residual_max, 1e-6);
+}
+
+TEST(CalibFit, FindsTheBreakpointBetweenEagerAndRendezvous) {
+  FitResult fit = fit_comm_model(two_range_data());
+  expect_two_ranges(fit);
+  ASSERT_EQ(fit.model.intra.ranges.size(), 2u);
+  EXPECT_EQ(fit.model.intra.ranges[0].max_bytes, kBreak);
+  EXPECT_EQ(fit.model.intra.lookup(kBreak + 1).alpha, Time::us(10));
+}
+
+TEST(CalibFit, UsesAGivenBreakpoint) {
+  FitOptions o;
+  o.breakpoint = kBreak;
+  expect_two_ranges(fit_comm_model(two_range_data(), o));
+  // A wrong breakpoint cannot explain the data.
+  o.breakpoint = 16384;
+  EXPECT_GT(fit_comm_model(two_range_data(), o).residual_max, 1e-3);
+}
+
+TEST(CalibFit, SeparatesLinkClasses) {
+  const Params intra{1, 20}, inter{4, 5};  // 50 ps/B and 200 ps/B
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 16 * 1048576.0; n *= 4) {
+    ms.push_back(pingpong(n, intra, true));
+    ms.push_back(pingpong(n, inter, false));
+  }
+  for (double n = 65536; n <= 64 * 1048576.0; n *= 4) {
+    ms.push_back(allreduce("ring", 2, n, intra, true));
+    ms.push_back(allreduce("ring", 4, n, inter, false));
+  }
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  ASSERT_TRUE(fit.link[kIntraNode].measured && fit.link[kInterNode].measured);
+  expect_rel(fit.link[kIntraNode].ranges[0].alpha, 1e-6, 1e-6, "intra alpha");
+  expect_rel(fit.link[kIntraNode].ranges[0].beta, 1 / 20e9, 1e-6, "intra beta");
+  expect_rel(fit.link[kInterNode].ranges[0].alpha, 4e-6, 1e-6, "inter alpha");
+  expect_rel(fit.link[kInterNode].ranges[0].beta, 1 / 5e9, 1e-6, "inter beta");
+  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+}
+
+TEST(CalibFit, FoldsGammaWhenOnlyOneRankCountOfAllreduceIsKnown) {
+  // Ring on p = 4: 6a + (3/2) n b + (3/4) n g = 6a + (3/2) n (b + g/2): b and g cannot be told apart, and the
+  // fitted beta is the effective b + g/2.
+  const Params p{5, 10};
+  std::vector<Measurement> ms;
+  for (double n = 4096; n <= 64 * 1048576.0; n *= 4) ms.push_back(allreduce("ring", 4, n, p, false));
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  EXPECT_TRUE(fit.gamma_folded);
+  EXPECT_FALSE(fit.gamma_measured);
+  EXPECT_EQ(fit.gamma, 0);
+  const FittedRange& r = fit.link[kInterNode].ranges[0];
+  expect_rel(r.alpha, 5e-6, 1e-6, "alpha");
+  expect_rel(r.beta, 1e-10 + 0.5 / (kReduceGBps * 1e9), 1e-6, "effective beta");
+  bool said = false;
+  for (const std::string& n : fit.notes) said = said || n.find("gamma folded") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(CalibFit, SelectionDecidesTheFitSet) {
+  std::vector<Measurement> ms = two_range_data();
+  ms.push_back(allreduce("ring", 8, 1048576, kRendezvous, true));
+  FitOptions o;
+  o.max_bytes = 4 * 1048576.0;
+  o.max_ranks = 2;
+  FitResult fit = fit_comm_model(ms, o);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(fit.points[i].in_fit, ms[i].bytes <= o.max_bytes && ms[i].ranks <= 2);
+    EXPECT_TRUE(fit.points[i].predicted);
+    EXPECT_NEAR(fit.points[i].rel_error, 0, 1e-6);  // held-out points of an exact model are exact too
+  }
+}
+
+TEST(CalibFit, NothingToFitIsAnInputError) {
+  Measurement step = make(MeasurementKind::Step, "step", 8, 0, 0.25, false);
+  EXPECT_THROW(fit_comm_model({step}), InputError);
+  FitOptions o;
+  o.max_ranks = 1;
+  EXPECT_THROW(fit_comm_model(two_range_data(), o), InputError);
+}
+
+TEST(CalibFit, StreamedBandwidthHasItsOwnGap) {
+  // osu_bw: t = gap + n b per message; with ping-pong data a and b, the gap comes out on its own.
+  std::vector<Measurement> ms;
+  const Params p{3, 8};
+  for (double n = 1024; n <= 4 * 1048576.0; n *= 4) {
+    ms.push_back(pingpong(n, p, false));
+    Measurement bw = make(MeasurementKind::Bandwidth, "osu_bw", 2, n, 0.5e-6 + n / 8e9, false);
+    ms.push_back(bw);
+  }
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  const FittedRange& r = fit.link[kInterNode].ranges[0];
+  expect_rel(r.alpha, 3e-6, 1e-6, "alpha");
+  expect_rel(r.beta, 1 / 8e9, 1e-6, "beta");
+  ASSERT_TRUE(r.gap_measured);
+  expect_rel(r.gap, 0.5e-6, 1e-6, "gap");
+}
+
+TEST(CalibReplay, ReproducesTheSimulatedRunsItWasFittedOn) {
+  std::vector<Measurement> ms = two_range_data();
+  FitResult fit = fit_comm_model(ms);
+  for (const Measurement& m : ms) {
+    SCOPED_TRACE(fmt::format("{} p={} n={}", m.algorithm, m.ranks, m.bytes));
+    ReplayResult r = replay_measurement(m, fit);
+    ASSERT_TRUE(r.replayed) << r.note;
+    EXPECT_NEAR(r.predicted_s / m.time_s, 1, 1e-8);
+  }
+}
+
+TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
+  // The kernels' ps on P = 4 ranks with k = 1 runs 3 workers and the last rank as server: ps dedicated, 3 nodes.
+  const Params p{5, 10};
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 16 * 1048576.0; n *= 4) ms.push_back(pingpong(n, p, false));
+  for (double n = 65536; n <= 64 * 1048576.0; n *= 4) ms.push_back(allreduce("ring", 2, n, p, false));
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  const double n = 8 * 1048576.0;
+  Measurement ps = make(MeasurementKind::Allreduce, "ps", 4, n,
+                        simulate("allreduce", "{name: ps, servers: 1, placement: dedicated}", 3, n, p), false);
+  ps.servers = 1;
+  ReplayResult r = replay_measurement(ps, fit);
+  ASSERT_TRUE(r.replayed);
+  EXPECT_NEAR(r.predicted_s / ps.time_s, 1, 1e-8);
+  Measurement colo = make(MeasurementKind::Allreduce, "ps-colocated", 4, n,
+                          simulate("allreduce", "{name: ps, servers: 4, placement: colocated}", 4, n, p), false);
+  colo.servers = 4;
+  r = replay_measurement(colo, fit);
+  ASSERT_TRUE(r.replayed);
+  EXPECT_NEAR(r.predicted_s / colo.time_s, 1, 1e-8);
+  Measurement step = make(MeasurementKind::Step, "step", 8, 0, 0.25, false);
+  EXPECT_FALSE(replay_measurement(step, fit).replayed);
+}
+
+TEST(CalibCalibration, YamlRoundTrips) {
+  FitResult fit = fit_comm_model(two_range_data());
+  std::string text = calibration_yaml(fit, {"a.json", "b.txt"}, "2026-01-01");
+  EXPECT_EQ(text.rfind("# fitted by ddlsim calibrate from a.json, b.txt on 2026-01-01\n", 0), 0u) << text;
+  YamlNode doc = YamlNode::load_string(text, "cal.yaml");
+  ASSERT_TRUE(doc.has("fit"));
+  EXPECT_EQ(doc["fit"]["points"].as_int(), static_cast<int64_t>(fit.fit_points));
+  CommModel m = load_calibration(doc);
+  ASSERT_EQ(m.intra.ranges.size(), 2u);
+  EXPECT_EQ(m.inter.ranges.size(), 1u);  // not measured: the ideal default
+  EXPECT_EQ(m.intra.ranges[0].max_bytes, kBreak);
+  EXPECT_EQ(m.intra.ranges[0].alpha, Time::us(2));
+  EXPECT_EQ(m.intra.ranges[1].alpha, Time::us(10));
+  EXPECT_NEAR(m.intra.ranges[0].bandwidth / 4e9, 1, 1e-8);
+  EXPECT_NEAR(m.intra.ranges[1].bandwidth / 12.5e9, 1, 1e-8);
+  EXPECT_NEAR(m.gamma_gpu * kReduceGBps * 1e9, 1, 1e-8);
+  EXPECT_NEAR(m.gamma_cpu * kReduceGBps * 1e9, 1, 1e-8);
+  // The comm map alone reads the same.
+  EXPECT_EQ(load_calibration(doc["comm"]).intra.ranges.size(), 2u);
+}
+
+TEST(CalibCalibration, BadRangesNameTheKey) {
+  struct Bad {
+    std::string text, key, fragment;
+  };
+  const std::vector<Bad> cases = {
+      {"comm:\n  intra:\n    - {max_bytes: 64KiB, alpha: 1us}\n    - {max_bytes: 1MiB, alpha: 2us}\n",
+       "comm.intra[1].max_bytes", "last range"},
+      {"comm:\n  intra:\n    - {max_bytes: 64KiB, alpha: 1us}\n    - {max_bytes: 4KiB, alpha: 1us}\n    - {alpha: 2us}\n",
+       "comm.intra[1].max_bytes", "sorted"},
+      {"comm:\n  inter:\n    - {alpha: 1us}\n    - {alpha: 2us}\n", "comm.inter[0]", "max_bytes"},
+      {"comm:\n  inter:\n    - {alpha: 1us, bandwith: 5GB/s}\n", "comm.inter[0].bandwith", "did you mean \"bandwidth\""},
+      {"comm:\n  inter:\n    - {alpha: 1, bandwidth: 5GB/s}\n", "comm.inter[0].alpha", "needs a unit"},
+  };
+  for (const Bad& b : cases) {
+    SCOPED_TRACE(b.text);
+    try {
+      load_calibration(YamlNode::load_string(b.text, "bad.yaml"));
+      ADD_FAILURE() << "expected InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key_path(), b.key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(b.fragment), std::string::npos) << e.what();
+      EXPECT_GT(e.where().line, 0) << e.what();
+    }
+  }
+}
+
+TEST(CalibFit, PublishedFormatSamplesFit) {
+  // nccl-tests on one node, one rank count: intra-node, gamma folded into the effective bandwidth.
+  std::string dir = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/measured/";
+  FitResult nccl = fit_comm_model(read_measurements(dir + "nccl-tests-allreduce-dgx-a100.txt"));
+  EXPECT_TRUE(nccl.link[kIntraNode].measured);
+  EXPECT_FALSE(nccl.link[kInterNode].measured);
+  EXPECT_TRUE(nccl.gamma_folded);
+  // OSU across nodes: ping-pong, streaming and allreduce together separate alpha, beta, gap and gamma.
+  ReaderOptions o;
+  o.ranks = 16;
+  o.ranks_per_node = 4;
+  std::vector<Measurement> ms = read_measurements(dir + "osu-latency-sample.txt");
+  for (const char* f : {"osu-bw-sample.txt", "osu-allreduce-sample.txt"}) {
+    std::vector<Measurement> more = read_measurements(dir + f, o);
+    ms.insert(ms.end(), more.begin(), more.end());
+  }
+  FitResult osu = fit_comm_model(ms);
+  ASSERT_TRUE(osu.link[kInterNode].measured);
+  EXPECT_FALSE(osu.link[kIntraNode].measured);
+  EXPECT_TRUE(osu.gamma_measured);
+  EXPECT_GT(osu.gamma, 0);
+  for (const FittedRange& r : osu.link[kInterNode].ranges) {
+    EXPECT_GT(r.beta, 0);
+    EXPECT_GE(r.alpha, 0);
+  }
+  EXPECT_LT(osu.residual_median, 0.3);
+}
+
+}  // namespace
+}  // namespace ddlsim

@@ -1,0 +1,509 @@
+// FlowNetwork used directly: the event loop lives in the test (t = next_completion(); pop every flow that ends at
+// t; resolve(t)). Hand-computed cases first, then properties on seeded random networks: capacity, the max-min
+// certificate, agreement with a from-scratch water-filling reference, scale invariance and determinism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "sim/net/flow_network.hpp"
+
+namespace ddlsim {
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr double kRel = 1e-9;
+
+struct Completion {
+  uint64_t tag;
+  Time at;
+  bool operator==(const Completion&) const = default;
+};
+
+// A flow to start at `start` (flows sharing a start instant are added together, then resolved once).
+struct FlowSpec {
+  std::vector<LinkId> route;
+  double bytes = 0;
+  double cap = 0;  // <= 0: unbounded
+  Time start;
+};
+
+// Runs every flow to completion; `check` (if any) is called after every resolve with the network state.
+template <class Check>
+std::vector<Completion> simulate(FlowNetwork& net, const std::vector<FlowSpec>& flows, Check&& check) {
+  std::vector<size_t> order(flows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
+  std::vector<Completion> out;
+  size_t next = 0;
+  while (next < order.size() || !net.empty()) {
+    Time t_arrival = next < order.size() ? flows[order[next]].start : Time::max();
+    Time t_done = net.next_completion();
+    Time t = std::min(t_arrival, t_done);
+    while (!net.empty() && net.next_completion() == t) out.push_back({net.pop_completion(), t});
+    while (next < order.size() && flows[order[next]].start == t) {
+      const FlowSpec& f = flows[order[next]];
+      net.add_flow(f.route, f.bytes, f.cap, order[next], t);
+      ++next;
+    }
+    net.resolve(t);
+    check(net);
+  }
+  return out;
+}
+
+std::vector<Completion> simulate(FlowNetwork& net, const std::vector<FlowSpec>& flows) {
+  return simulate(net, flows, [](const FlowNetwork&) {});
+}
+
+Time at(const std::vector<Completion>& done, uint64_t tag) {
+  for (const Completion& c : done)
+    if (c.tag == tag) return c.at;
+  ADD_FAILURE() << "flow " << tag << " never completed";
+  return Time::max();
+}
+
+// Completion time to 1 ps absolute (one rounding per rate change) or 1e-9 relative.
+void expect_time(Time got, double want_s) {
+  double tol = std::max(1e-12 * 2, want_s * kRel);
+  EXPECT_NEAR(got.seconds(), want_s, tol) << "got " << got.picoseconds() << " ps";
+}
+
+void expect_rate(double got, double want) { EXPECT_NEAR(got, want, want * kRel); }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hand-computed cases
+
+TEST(FlowNetworkBasics, OneFlowTakesNOverB) {
+  // t = n / B = 1 GB / 10 GB/s = 0.1 s
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time::us(1));
+  auto done = simulate(net, {{{l}, 1 * kGB, 0, Time()}});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].at, Time::from_seconds(0.1));
+  EXPECT_TRUE(net.empty());
+}
+
+TEST(FlowNetworkBasics, LatencyIsNotPaidByTheNetwork) {
+  // The network only drains; route latency is the caller's: route_latency = sum of link latencies.
+  FlowNetwork net;
+  LinkId a = net.add_link(Rate{10 * kGB}, Time::us(1));
+  LinkId b = net.add_link(Rate{5 * kGB}, Time::ns(250));
+  std::vector<LinkId> route{a, b};
+  EXPECT_EQ(net.route_latency(route), Time::ns(1250));
+  EXPECT_EQ(net.route_capacity(route).value, 5 * kGB);
+  auto done = simulate(net, {{route, 1 * kGB, 0, Time()}});
+  expect_time(done[0].at, 0.2);  // n / min(B) = 1 / 5
+}
+
+TEST(FlowNetworkBasics, KEqualFlowsOnOneLinkFinishTogetherAtKNOverB) {
+  // k flows of n bytes on one link of B: each gets B/k, so all end at k·n/B.
+  for (int k : {1, 2, 3, 4, 7, 16}) {
+    FlowNetwork net;
+    LinkId l = net.add_link(Rate{25 * kGB}, Time());
+    std::vector<FlowSpec> flows(k, FlowSpec{{l}, 100e6, 0, Time()});
+    auto done = simulate(net, flows, [&](const FlowNetwork& n) {
+      for (FlowId f : n.active_flow_ids()) expect_rate(n.rate(f), 25 * kGB / k);
+    });
+    ASSERT_EQ(done.size(), static_cast<size_t>(k));
+    for (const Completion& c : done) expect_time(c.at, k * 100e6 / (25 * kGB));
+    // Simultaneous completions pop in creation order.
+    for (int i = 0; i < k; ++i) EXPECT_EQ(done[i].tag, static_cast<uint64_t>(i));
+  }
+}
+
+TEST(FlowNetworkBasics, MaxMinIsNotProportional) {
+  // A crosses L1 (10) and L2 (100); B crosses L2 only. Max-min: A is held to 10 by L1, B takes the rest of L2:
+  // 90 (a proportional split of L2 would give 50/50).
+  FlowNetwork net;
+  LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
+  LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
+  std::vector<LinkId> ra{l1, l2}, rb{l2};
+  FlowId a = net.add_flow(ra, 1 * kGB, 0, 0, Time());
+  FlowId b = net.add_flow(rb, 1 * kGB, 0, 1, Time());
+  net.resolve(Time());
+  expect_rate(net.rate(a), 10 * kGB);
+  expect_rate(net.rate(b), 90 * kGB);
+}
+
+TEST(FlowNetworkBasics, ThreeLevelWaterFilling) {
+  // L1 (10) carries A; L2 (100) carries A, B, C; L3 (30) carries C, D.
+  // Fill: L1 fixes A at 10. L3 share 15 vs L2 share (100-10)/2 = 45: L3 fixes C, D at 15. B gets 100-10-15 = 75.
+  FlowNetwork net;
+  LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
+  LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
+  LinkId l3 = net.add_link(Rate{30 * kGB}, Time());
+  std::vector<LinkId> ra{l1, l2}, rb{l2}, rc{l2, l3}, rd{l3};
+  FlowId a = net.add_flow(ra, kGB, 0, 0, Time());
+  FlowId b = net.add_flow(rb, kGB, 0, 1, Time());
+  FlowId c = net.add_flow(rc, kGB, 0, 2, Time());
+  FlowId d = net.add_flow(rd, kGB, 0, 3, Time());
+  net.resolve(Time());
+  expect_rate(net.rate(a), 10 * kGB);
+  expect_rate(net.rate(b), 75 * kGB);
+  expect_rate(net.rate(c), 15 * kGB);
+  expect_rate(net.rate(d), 15 * kGB);
+}
+
+TEST(FlowNetworkBasics, PerFlowCap) {
+  // One link of 10; flow A capped at 3, flow B uncapped: A = 3, B = 10 - 3 = 7.
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  std::vector<LinkId> r{l};
+  FlowId a = net.add_flow(r, kGB, 3 * kGB, 0, Time());
+  FlowId b = net.add_flow(r, kGB, 0, 1, Time());
+  net.resolve(Time());
+  expect_rate(net.rate(a), 3 * kGB);
+  expect_rate(net.rate(b), 7 * kGB);
+  // A cap above the fair share does not bind: caps 8 and 9 on 10 → 5 and 5.
+  FlowNetwork net2;
+  LinkId l2 = net2.add_link(Rate{10 * kGB}, Time());
+  std::vector<LinkId> r2{l2};
+  FlowId c = net2.add_flow(r2, kGB, 8 * kGB, 0, Time());
+  FlowId d = net2.add_flow(r2, kGB, 9 * kGB, 1, Time());
+  net2.resolve(Time());
+  expect_rate(net2.rate(c), 5 * kGB);
+  expect_rate(net2.rate(d), 5 * kGB);
+  // A lone capped flow: n / cap = 1 GB / 2 GB/s = 0.5 s.
+  FlowNetwork net3;
+  LinkId l3 = net3.add_link(Rate{10 * kGB}, Time());
+  auto done = simulate(net3, {{{l3}, kGB, 2 * kGB, Time()}});
+  expect_time(done[0].at, 0.5);
+}
+
+TEST(FlowNetworkBasics, FinishingFlowReleasesBandwidth) {
+  // One link B = 10 GB/s, flows of 1, 3 and 6 GB started together.
+  //   [0, t1): three flows at B/3. Flow 0 ends at t1 = 3·1/B = 0.3 s.
+  //   [t1, t2): two flows at B/2; flow 1 has 3 - 1 = 2 GB left: t2 = t1 + 2·2/B = 0.7 s.
+  //   [t2, t3): flow 2 alone; it has 6 - 1 - 2 = 3 GB left: t3 = t2 + 3/B = 1.0 s (= total bytes / B).
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  auto done = simulate(net, {{{l}, 1 * kGB, 0, Time()}, {{l}, 3 * kGB, 0, Time()}, {{l}, 6 * kGB, 0, Time()}});
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].tag, 0u);
+  EXPECT_EQ(done[1].tag, 1u);
+  EXPECT_EQ(done[2].tag, 2u);
+  expect_time(done[0].at, 0.3);
+  expect_time(done[1].at, 0.7);
+  expect_time(done[2].at, 1.0);
+}
+
+TEST(FlowNetworkBasics, ReleaseAcrossLinks) {
+  // A over L1 (10) + L2 (100), B and C over L2. A = 10, B = C = 45.
+  // B (4.5 GB) and C (9 GB): B ends at 4.5/45 = 0.1 s; then C gets 90, with 9 - 4.5 = 4.5 GB left: ends at
+  // 0.1 + 4.5/90 = 0.15 s. A (2 GB) stays at 10 throughout (L1 is its bottleneck): 0.2 s.
+  FlowNetwork net;
+  LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
+  LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
+  auto done = simulate(net, {{{l1, l2}, 2 * kGB, 0, Time()}, {{l2}, 4.5 * kGB, 0, Time()}, {{l2}, 9 * kGB, 0, Time()}});
+  expect_time(at(done, 1), 0.1);
+  expect_time(at(done, 2), 0.15);
+  expect_time(at(done, 0), 0.2);
+}
+
+TEST(FlowNetworkBasics, LateArrivalSharesTheRest) {
+  // B = 10 GB/s. A (2 GB) starts at 0, alone: by 0.1 s it has sent 1 GB. B (0.5 GB) starts at 0.1 s; both at 5:
+  // B ends at 0.1 + 0.5/5 = 0.2 s, when A has 1 - 0.5 = 0.5 GB left, alone again at 10: ends at 0.25 s.
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  auto done = simulate(net, {{{l}, 2 * kGB, 0, Time()}, {{l}, 0.5 * kGB, 0, Time::from_seconds(0.1)}});
+  expect_time(at(done, 1), 0.2);
+  expect_time(at(done, 0), 0.25);
+}
+
+TEST(FlowNetworkBasics, DisjointComponentsDoNotInteract) {
+  // Two links, one flow each: each finishes at n / B of its own link, unaffected by the other's arrivals.
+  FlowNetwork net;
+  LinkId a = net.add_link(Rate{10 * kGB}, Time());
+  LinkId b = net.add_link(Rate{20 * kGB}, Time());
+  auto done = simulate(net, {{{a}, 1 * kGB, 0, Time()},
+                             {{b}, 1 * kGB, 0, Time()},
+                             {{b}, 1 * kGB, 0, Time::from_seconds(0.01)}});
+  expect_time(at(done, 0), 0.1);
+  // Link b: flow 1 alone for 0.01 s (0.2 GB), then both at 10: flow 1 has 0.8 GB → 0.01 + 0.08 = 0.09 s;
+  // flow 2 has 1 - 0.8 = 0.2 GB left at 0.09 s, alone at 20 → 0.1 s.
+  expect_time(at(done, 1), 0.09);
+  expect_time(at(done, 2), 0.1);
+}
+
+TEST(FlowNetworkBasics, ZeroByteFlowCompletesImmediately) {
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  auto done = simulate(net, {{{l}, 0, 0, Time::us(5)}});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].at, Time::us(5));
+}
+
+TEST(FlowNetworkBasics, EmptyNetwork) {
+  FlowNetwork net;
+  EXPECT_TRUE(net.empty());
+  EXPECT_EQ(net.next_completion(), Time::max());
+  net.resolve(Time());
+  EXPECT_EQ(net.active_flows(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Properties on random networks
+
+struct RandomCase {
+  std::vector<double> capacity;
+  std::vector<FlowSpec> flows;
+};
+
+RandomCase random_case(uint64_t seed, bool staggered) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  RandomCase c;
+  size_t links = pick(1, 24);
+  for (size_t i = 0; i < links; ++i) c.capacity.push_back(std::pow(10.0, uniform(9, 11)));  // 1..100 GB/s
+  size_t flows = pick(1, 60);
+  for (size_t i = 0; i < flows; ++i) {
+    FlowSpec f;
+    size_t hops = std::min(links, pick(1, 4));
+    std::vector<LinkId> all(links);
+    for (size_t l = 0; l < links; ++l) all[l] = static_cast<LinkId>(l);
+    std::shuffle(all.begin(), all.end(), rng);
+    f.route.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(hops));
+    f.bytes = std::pow(10.0, uniform(5, 9));  // 100 kB .. 1 GB
+    f.cap = pick(0, 9) < 3 ? std::pow(10.0, uniform(8.5, 10.5)) : 0;
+    f.start = staggered && pick(0, 1) ? Time::from_seconds(uniform(0, 0.05)) : Time();
+    c.flows.push_back(f);
+  }
+  return c;
+}
+
+FlowNetwork build(const RandomCase& c, double scale) {
+  FlowNetwork net;
+  for (double cap : c.capacity) net.add_link(Rate{cap * scale}, Time());
+  return net;
+}
+
+// Max-min fair rates from scratch (textbook water-filling, no incremental state): the reference.
+std::vector<double> reference_rates(const std::vector<double>& capacity, const std::vector<std::vector<LinkId>>& routes,
+                                    const std::vector<double>& caps) {
+  size_t n = routes.size();
+  std::vector<double> rate(n, 0), residual = capacity;
+  std::vector<bool> fixed(n, false);
+  size_t left = n;
+  while (left > 0) {
+    std::vector<int> users(capacity.size(), 0);
+    for (size_t f = 0; f < n; ++f)
+      if (!fixed[f])
+        for (LinkId l : routes[f]) ++users[l];
+    double share = std::numeric_limits<double>::infinity();
+    for (size_t l = 0; l < capacity.size(); ++l)
+      if (users[l] > 0) share = std::min(share, residual[l] / users[l]);
+    for (size_t f = 0; f < n; ++f)
+      if (!fixed[f]) share = std::min(share, caps[f]);
+    std::vector<size_t> now;
+    for (size_t f = 0; f < n; ++f) {
+      if (fixed[f]) continue;
+      bool hit = caps[f] <= share * (1 + 1e-12);
+      for (LinkId l : routes[f]) hit = hit || residual[l] / users[l] <= share * (1 + 1e-12);
+      if (hit) now.push_back(f);
+    }
+    for (size_t f : now) {
+      fixed[f] = true;
+      rate[f] = share;
+      for (LinkId l : routes[f]) residual[l] -= share;
+    }
+    left -= now.size();
+  }
+  return rate;
+}
+
+// Checks (a) capacity, (b) the max-min certificate and (e) agreement with the reference on the active flows.
+void check_state(const FlowNetwork& net, const std::vector<double>& capacity, const std::vector<double>& cap_of_tag,
+                 const std::map<FlowId, uint64_t>& tag_of, uint64_t seed) {
+  std::vector<FlowId> ids = net.active_flow_ids();
+  std::vector<double> load(capacity.size(), 0), top(capacity.size(), 0);
+  for (FlowId f : ids)
+    for (LinkId l : net.route(f)) {
+      load[l] += net.rate(f);
+      top[l] = std::max(top[l], net.rate(f));
+    }
+  for (size_t l = 0; l < capacity.size(); ++l)
+    ASSERT_LE(load[l], capacity[l] * (1 + kRel)) << "seed " << seed << ": link " << l << " over capacity";
+  std::vector<std::vector<LinkId>> routes;
+  std::vector<double> caps;
+  for (FlowId f : ids) {
+    double cap = cap_of_tag[tag_of.at(f)];
+    double r = net.rate(f);
+    ASSERT_GT(r, 0) << "seed " << seed;
+    ASSERT_LE(r, cap * (1 + kRel)) << "seed " << seed << ": flow over its cap";
+    bool certified = r >= cap * (1 - kRel);
+    for (LinkId l : net.route(f))
+      certified = certified || (load[l] >= capacity[l] * (1 - kRel) && r >= top[l] * (1 - kRel));
+    ASSERT_TRUE(certified) << "seed " << seed << ": flow " << f << " at " << r
+                           << " is neither capped nor the largest on a saturated link";
+    std::span<const LinkId> route = net.route(f);
+    routes.emplace_back(route.begin(), route.end());
+    caps.push_back(cap);
+  }
+  std::vector<double> want = reference_rates(capacity, routes, caps);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ASSERT_NEAR(net.rate(ids[i]), want[i], want[i] * 1e-9) << "seed " << seed << ": flow " << ids[i];
+}
+
+// Runs a random case with the state checks after every resolve; returns the completion sequence.
+std::vector<Completion> run_checked(const RandomCase& c, double scale, uint64_t seed) {
+  FlowNetwork net = build(c, scale);
+  std::vector<double> capacity, cap_of_tag;
+  for (double v : c.capacity) capacity.push_back(v * scale);
+  for (const FlowSpec& f : c.flows) cap_of_tag.push_back(f.cap > 0 ? f.cap * scale : std::numeric_limits<double>::infinity());
+  std::vector<FlowSpec> flows = c.flows;
+  for (FlowSpec& f : flows) f.cap *= scale;
+  // Flow ids are recycled; track which tag each active id carries by watching add_flow through a wrapper loop.
+  std::map<FlowId, uint64_t> tag_of;
+  std::vector<size_t> order(flows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
+  std::vector<Completion> out;
+  size_t next = 0;
+  while (next < order.size() || !net.empty()) {
+    Time t = std::min(next < order.size() ? flows[order[next]].start : Time::max(), net.next_completion());
+    while (!net.empty() && net.next_completion() == t) out.push_back({net.pop_completion(), t});
+    while (next < order.size() && flows[order[next]].start == t) {
+      const FlowSpec& f = flows[order[next]];
+      tag_of[net.add_flow(f.route, f.bytes, f.cap, order[next], t)] = order[next];
+      ++next;
+    }
+    net.resolve(t);
+    check_state(net, capacity, cap_of_tag, tag_of, seed);
+    if (::testing::Test::HasFatalFailure()) return out;
+  }
+  return out;
+}
+
+// Completion times of a fluid simulation in doubles with the reference solver (no picosecond rounding).
+std::vector<double> reference_finish(const RandomCase& c) {
+  size_t n = c.flows.size();
+  std::vector<double> finish(n, -1), remaining(n);
+  std::vector<bool> started(n, false);
+  for (size_t i = 0; i < n; ++i) remaining[i] = c.flows[i].bytes;
+  double now = 0;
+  size_t done = 0;
+  while (done < n) {
+    for (size_t i = 0; i < n; ++i)
+      if (!started[i] && c.flows[i].start.seconds() <= now) started[i] = true;
+    std::vector<size_t> active;
+    std::vector<std::vector<LinkId>> routes;
+    std::vector<double> caps;
+    for (size_t i = 0; i < n; ++i)
+      if (started[i] && finish[i] < 0) {
+        active.push_back(i);
+        routes.push_back(c.flows[i].route);
+        caps.push_back(c.flows[i].cap > 0 ? c.flows[i].cap : std::numeric_limits<double>::infinity());
+      }
+    std::vector<double> rate = reference_rates(c.capacity, routes, caps);
+    double step = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < active.size(); ++k) step = std::min(step, remaining[active[k]] / rate[k]);
+    for (size_t i = 0; i < n; ++i)
+      if (!started[i]) step = std::min(step, c.flows[i].start.seconds() - now);
+    now += step;
+    for (size_t k = 0; k < active.size(); ++k) {
+      size_t i = active[k];
+      remaining[i] -= rate[k] * step;
+      if (remaining[i] <= c.flows[i].bytes * 1e-12) {
+        finish[i] = now;
+        ++done;
+      }
+    }
+  }
+  return finish;
+}
+
+constexpr uint64_t kCases = 200;
+
+TEST(FlowNetworkProperties, CapacityAndMaxMinCertificate) {
+  for (uint64_t seed = 1; seed <= kCases; ++seed) {
+    RandomCase c = random_case(seed, false);
+    run_checked(c, 1.0, seed);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FlowNetworkProperties, CertificateHoldsWithStaggeredArrivals) {
+  for (uint64_t seed = 1001; seed <= 1000 + kCases; ++seed) {
+    RandomCase c = random_case(seed, true);
+    run_checked(c, 1.0, seed);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FlowNetworkProperties, ScalingCapacitiesScalesRates) {
+  // Max-min is homogeneous of degree 1: capacities and caps × c ⇒ every rate × c (c = 3.7).
+  constexpr double kScale = 3.7;
+  for (uint64_t seed = 1; seed <= kCases; ++seed) {
+    RandomCase c = random_case(seed, false);
+    FlowNetwork a = build(c, 1.0), b = build(c, kScale);
+    std::vector<FlowId> ia, ib;
+    for (size_t i = 0; i < c.flows.size(); ++i) {
+      const FlowSpec& f = c.flows[i];
+      ia.push_back(a.add_flow(f.route, f.bytes, f.cap, i, Time()));
+      ib.push_back(b.add_flow(f.route, f.bytes, f.cap * kScale, i, Time()));
+    }
+    a.resolve(Time());
+    b.resolve(Time());
+    for (size_t i = 0; i < c.flows.size(); ++i)
+      ASSERT_NEAR(b.rate(ib[i]), kScale * a.rate(ia[i]), kScale * a.rate(ia[i]) * kRel) << "seed " << seed;
+  }
+}
+
+TEST(FlowNetworkProperties, ScalingCapacitiesDividesCompletionTimes) {
+  // Same bytes, c× the bandwidth: every flow starting at 0 finishes at t / c (to picosecond rounding).
+  constexpr double kScale = 3.7;
+  for (uint64_t seed = 1; seed <= kCases; ++seed) {
+    RandomCase c = random_case(seed, false);
+    std::vector<FlowSpec> scaled = c.flows;
+    for (FlowSpec& f : scaled) f.cap *= kScale;
+    FlowNetwork a = build(c, 1.0), b = build(c, kScale);
+    auto da = simulate(a, c.flows), db = simulate(b, scaled);
+    ASSERT_EQ(da.size(), db.size());
+    for (const Completion& x : da) {
+      double want = x.at.seconds() / kScale;
+      ASSERT_NEAR(at(db, x.tag).seconds(), want, std::max(want * 1e-6, 1e-10)) << "seed " << seed;
+    }
+  }
+}
+
+TEST(FlowNetworkProperties, CompletionTimesMatchAFluidReference) {
+  // Incremental re-solving (only the touched component) must give the same times as re-solving everything in
+  // doubles at every event: to 1e-6 relative (picosecond rounding at every rate change).
+  for (uint64_t seed = 2001; seed <= 2000 + kCases; ++seed) {
+    RandomCase c = random_case(seed, true);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9)) << "seed " << seed << " flow " << x.tag;
+  }
+}
+
+TEST(FlowNetworkProperties, SameSeedSameCompletionSequence) {
+  for (uint64_t seed = 1; seed <= kCases; ++seed) {
+    RandomCase c1 = random_case(seed, true), c2 = random_case(seed, true);
+    FlowNetwork a = build(c1, 1.0), b = build(c2, 1.0);
+    auto da = simulate(a, c1.flows), db = simulate(b, c2.flows);
+    ASSERT_EQ(da.size(), c1.flows.size());
+    ASSERT_TRUE(da == db) << "seed " << seed;
+  }
+}
+
+TEST(FlowNetworkProperties, StatisticsCountFlows) {
+  RandomCase c = random_case(7, true);
+  FlowNetwork net = build(c, 1.0);
+  simulate(net, c.flows);
+  EXPECT_EQ(net.flows_started(), c.flows.size());
+  EXPECT_GE(net.component_solves(), 1u);
+  EXPECT_TRUE(net.empty());
+}
+
+}  // namespace
+}  // namespace ddlsim
