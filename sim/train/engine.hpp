@@ -74,6 +74,7 @@ class Engine {
   void flow_done(uint64_t tag);
   void start_collective(TaskId t);
   bool try_fast_collective(TaskId t);
+  bool finish_fast_collective(TaskId t, int64_t end_ps, uint64_t messages);
   void enter_round(uint32_t run, uint32_t member, uint32_t round);
   void round_complete(uint32_t run, uint32_t member);
   void message_done(uint32_t run, uint32_t slot);
@@ -101,6 +102,18 @@ class Engine {
   uint32_t pending_flow_starts_ = 0;
   std::vector<int64_t> last_end_;  // fast path: last end time seen per link (ps)
   std::vector<LinkId> touched_;
+  // Fast-path outcomes: on an idle network the max-plus result depends only on the plan and the members, so a
+  // collective repeated every step is evaluated once (failures too, so a plan that needs the flow model is not retried).
+  struct FastMemo {
+    const CollectivePlan* plan;
+    const std::vector<VertexId>* members;
+    bool cpu_servers;
+    uint32_t first_server;
+    bool ok;
+    int64_t duration;
+    uint64_t messages;
+  };
+  std::vector<FastMemo> fast_memo_;
   EngineStats stats_;
 };
 
