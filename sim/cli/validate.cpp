@@ -1,7 +1,219 @@
-#include <stdexcept>
+// `ddlsim validate`: a training scenario against measured points (efficiency, time shares, time to train).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <set>
 
 #include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/csv.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/train/training.hpp"
 
 namespace ddlsim::cli {
-int validate_command(const std::vector<std::string>&) { throw std::runtime_error("validate: being written"); }
+
+namespace {
+
+constexpr const char* kValidateHelp = R"(usage: ddlsim validate SCENARIO.yaml --measured FILE.csv [--max-error X] [--max-rel-error X]
+                       [--set dotted.key=value ...] [--format table|csv|json]
+
+Runs a training scenario at the GPU counts of the measured points that belong to it and prints, per point,
+measured vs simulated with the absolute and relative error, then a summary per quantity.
+The CSV needs columns model, framework, loader, gpus, quantity, value (series and citation are shown when present).
+A row belongs to the scenario when its model is the scenario's model, its loader is the scenario's loader kind
+("dali" stands for dali-cpu, the CPU-based DALI of Aach et al.'s Table 2 and Fig. 6; "unspecified" matches any),
+and its framework is a strategy's label or name ("deepspeed" is zero, "unspecified" matches every strategy).
+Quantities: efficiency (E_G = S_G / (G / G_ref)), efficiency_min / efficiency_max (bounds: the error is how far
+the simulation is outside), share_allreduce (collective kernel busy share, overlapped or not), time_to_train_s
+(and _min / _max), speedup; share_data and share_cudnn are shown but not held (see the notes).
+  --max-error X      exit 1 when a held efficiency or share point misses by more than X (absolute)
+  --max-rel-error X  exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)
+)";
+
+enum class Bound { Equal, AtLeast, AtMost };
+
+struct QuantityRule {
+  const char* quantity;
+  Bound bound;
+  bool relative;  // error judged relative (times, speed-ups) rather than absolute (fractions)
+  bool held;      // counted in the summary and in --max-error
+};
+
+constexpr QuantityRule kRules[] = {
+    {"efficiency", Bound::Equal, false, true},         {"efficiency_min", Bound::AtLeast, false, true},
+    {"efficiency_max", Bound::AtMost, false, true},    {"share_allreduce", Bound::Equal, false, true},
+    {"share_data", Bound::Equal, false, false},        {"share_cudnn", Bound::Equal, false, false},
+    {"time_to_train_s", Bound::Equal, true, true},     {"time_to_train_s_min", Bound::AtLeast, true, true},
+    {"time_to_train_s_max", Bound::AtMost, true, true}, {"speedup", Bound::Equal, true, true},
+};
+
+const QuantityRule* rule_for(const std::string& q) {
+  for (const QuantityRule& r : kRules)
+    if (q == r.quantity) return &r;
+  return nullptr;
+}
+
+double simulated(const TrainingResult& r, const std::string& q) {
+  if (q.rfind("efficiency", 0) == 0) return r.efficiency;
+  if (q == "share_allreduce") return r.busy_allreduce;
+  if (q == "share_data") return r.busy_data;
+  if (q == "share_cudnn") return r.busy_compute;
+  if (q.rfind("time_to_train_s", 0) == 0) return r.time_to_train_s;
+  return r.speedup;
+}
+
+bool loader_matches(const std::string& measured, const std::string& kind) {
+  return measured == kind || measured == "unspecified" || (measured == "dali" && kind == "dali-cpu");
+}
+
+bool framework_matches(const std::string& f, const TrainingResult& r) {
+  return f == "unspecified" || f == r.strategy || f == r.strategy_name || (f == "deepspeed" && r.strategy_name == "zero") ||
+         (f == "pytorch-ddp" && r.strategy_name == "ddp");
+}
+
+struct Row {
+  std::string series, framework, quantity, citation;
+  int64_t gpus;
+  double value;
+  const QuantityRule* rule;
+};
+
+}  // namespace
+
+int validate_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"measured", "max-error", "max-rel-error"}, {"no-fast"});
+  if (a.help) {
+    std::fputs(kValidateHelp, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1) throw InputError({}, "", "validate needs exactly one scenario file (see --help)");
+  std::string measured = a.option("measured");
+  if (measured.empty()) throw InputError({}, "--measured", "validate needs --measured FILE.csv");
+  auto number_option = [&](const char* key) {
+    std::string v = a.option(key);
+    if (v.empty()) return -1.0;
+    try {
+      size_t used = 0;
+      double x = std::stod(v, &used);
+      if (used == v.size() && x >= 0) return x;
+    } catch (const std::exception&) {
+    }
+    throw InputError({}, std::string("--") + key, fmt::format("expected a non-negative number, got \"{}\"", v));
+  };
+  double max_abs = number_option("max-error"), max_rel = number_option("max-rel-error");
+
+  Scenario sc = load_scenario(a.positional[0], a.sets);
+  if (sc.collective)
+    throw InputError({sc.file, 0, 0}, "workload", "validate needs a training workload (model, batch_per_gpu, ...)");
+  WorkloadSummary ws = summarize_workload(sc);
+  CsvTable csv = read_csv(measured);
+  size_t c_model = csv.column("model"), c_fw = csv.column("framework"), c_loader = csv.column("loader"),
+         c_gpus = csv.column("gpus"), c_q = csv.column("quantity"), c_v = csv.column("value");
+  auto optional_column = [&](const char* name) {
+    auto it = std::find(csv.header.begin(), csv.header.end(), name);
+    return it == csv.header.end() ? SIZE_MAX : static_cast<size_t>(it - csv.header.begin());
+  };
+  size_t c_series = optional_column("series"), c_cite = optional_column("citation");
+  int gpn = sc.cluster.gpus_per_node();
+  std::vector<Row> rows;
+  std::set<int64_t> node_counts;
+  int skipped = 0;
+  for (size_t i = 0; i < csv.rows.size(); ++i) {
+    const auto& cells = csv.rows[i];
+    if (cells[c_model] != ws.model || !loader_matches(cells[c_loader], ws.loader)) continue;
+    const QuantityRule* rule = rule_for(cells[c_q]);
+    if (!rule) {
+      ++skipped;
+      continue;
+    }
+    Row r{c_series == SIZE_MAX ? "" : cells[c_series], cells[c_fw], cells[c_q], c_cite == SIZE_MAX ? "" : cells[c_cite], 0, 0, rule};
+    try {
+      size_t used = 0;
+      r.gpus = std::stoll(cells[c_gpus], &used);
+      if (used != cells[c_gpus].size() || r.gpus <= 0) throw std::invalid_argument("gpus");
+      r.value = std::stod(cells[c_v], &used);
+      if (used != cells[c_v].size()) throw std::invalid_argument("value");
+    } catch (const std::exception&) {
+      throw InputError({csv.file, csv.lines[i], 1}, "gpus/value",
+                       fmt::format("expected numbers, got gpus \"{}\" and value \"{}\"", cells[c_gpus], cells[c_v]));
+    }
+    if (r.gpus % gpn != 0) {
+      ++skipped;
+      continue;
+    }
+    node_counts.insert(r.gpus / gpn);
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty())
+    throw InputError({csv.file, 0, 0}, "",
+                     fmt::format("no measured rows for model {} with loader {} (check the model, loader and quantity columns)",
+                                 ws.model, ws.loader));
+  TrainingOptions topts;
+  topts.engine.fast_collectives = !a.has_flag("no-fast");
+  std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
+  std::vector<TrainingResult> results = run_training(sc, counts, topts);
+
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  report.title = fmt::format("{}: {} with {} loader vs {}", sc.name, ws.model, ws.loader, measured);
+  report.table_columns = {"series", "strategy", "gpus", "quantity", "bound", "measured", "simulated", "abs_error",
+                          "rel_error", "held"};
+  struct Summary {
+    int n = 0;
+    double sum = 0, worst = -1;
+    std::string where;
+    bool relative = false;
+  };
+  std::map<std::string, Summary> summary;
+  bool exceeded = false;
+  for (const TrainingResult& res : results) {
+    for (const Row& row : rows) {
+      if (row.gpus != res.gpus || !framework_matches(row.framework, res)) continue;
+      double sim = simulated(res, row.quantity);
+      double diff = sim - row.value;
+      // A bound only misses on its wrong side.
+      if ((row.rule->bound == Bound::AtLeast && diff > 0) || (row.rule->bound == Bound::AtMost && diff < 0)) diff = 0;
+      double abs_err = std::abs(diff), rel_err = row.value != 0 ? abs_err / std::abs(row.value) : 0;
+      const char* bound = row.rule->bound == Bound::Equal ? "=" : row.rule->bound == Bound::AtLeast ? ">=" : "<=";
+      report.results.push_back({{"series", row.series},
+                                {"strategy", res.strategy},
+                                {"gpus", res.gpus},
+                                {"quantity", row.quantity},
+                                {"bound", std::string(bound)},
+                                {"measured", row.value},
+                                {"simulated", sim},
+                                {"abs_error", abs_err},
+                                {"rel_error", rel_err},
+                                {"held", std::string(row.rule->held ? "yes" : "no")},
+                                {"citation", row.citation}});
+      if (!row.rule->held) continue;
+      std::string group = row.quantity.rfind("efficiency", 0) == 0 ? "efficiency"
+                          : row.quantity.rfind("time_to_train", 0) == 0 ? "time_to_train_s"
+                                                                         : row.quantity;
+      Summary& s = summary[group];
+      double err = row.rule->relative ? rel_err : abs_err;
+      s.relative = row.rule->relative;
+      ++s.n;
+      s.sum += err;
+      if (err > s.worst) s.worst = err, s.where = fmt::format("{} {} GPUs", res.strategy, res.gpus);
+      double limit = row.rule->relative ? max_rel : max_abs;
+      if (limit >= 0 && err > limit) exceeded = true;
+    }
+  }
+  for (const auto& [group, s] : summary)
+    report.notes.push_back(fmt::format("{}: {} points, mean {} error {:.3f}, max {:.3f} ({})", group, s.n,
+                                       s.relative ? "relative" : "absolute", s.sum / s.n, s.worst, s.where));
+  report.notes.push_back(
+      "not held: share_data (the simulator's loader busy time is host-side work, not DALI's GPU kernels) and "
+      "share_cudnn (the simulator counts all compute, not only cuDNN kernels)");
+  if (skipped > 0) report.notes.push_back(fmt::format("{} matching rows skipped (quantity not simulated or GPU count not a whole node)", skipped));
+  if (exceeded) report.notes.push_back("FAILED: an error exceeds --max-error / --max-rel-error");
+  write_report(std::cout, a.format, report);
+  return exceeded ? 1 : 0;
+}
+
 }  // namespace ddlsim::cli

@@ -46,9 +46,19 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: a fixed, portable hash
 }
 }  // namespace
 
-Router::Router(const Topology& topo) : topo_(topo) {
-  for (VertexId v = 0; v < topo.vertex_count(); ++v)
-    if (topo.vertex(v).node < 0) switches_.push_back(v);
+Router::Router(const Topology& topo) : topo_(topo), host_index_(topo.vertex_count(), 0) {
+  uint32_t hosts = 0;
+  for (VertexId v = 0; v < topo.vertex_count(); ++v) {
+    if (topo.vertex(v).node < 0) {
+      switches_.push_back(v);
+      continue;
+    }
+    for (LinkId l : topo.out_links(v))
+      if (topo.vertex(topo.links()[l].to).node < 0) {
+        host_index_[v] = hosts++;
+        break;
+      }
+  }
 }
 
 bool Router::same_node(VertexId a, VertexId b) const {
@@ -84,8 +94,12 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
     if (nic_s != src) intra(src, nic_s, out);
     VertexId sa = attach_switch(nic_s), sb = attach_switch(nic_d);
     out.push_back(link_between(nic_s, sa));
-    uint64_t salt = mix((static_cast<uint64_t>(nic_s) << 32) | nic_d);
+    // Minimal routes are destination-based, like InfiniBand's fat-tree routing (d-mod-k): among equal-cost next
+    // hops take host_index mod k, then divide by k for the next level, so the ports of one node (and neighbouring
+    // hosts) spread over different uplinks. Non-minimal (Valiant) paths pick their intermediate switch by hash.
+    uint64_t salt = host_index_[nic_d];
     if (path > 0 && switches_.size() > 2) {
+      salt = mix((static_cast<uint64_t>(nic_s) << 32) | nic_d);
       size_t pick = mix(salt + path) % switches_.size();
       VertexId mid = switches_[pick];
       while (mid == sa || mid == sb) mid = switches_[++pick % switches_.size()];
@@ -144,7 +158,8 @@ void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkI
       const DirectedLink& dl = topo_.links()[l];
       if (topo_.vertex(dl.to).node < 0 && d[dl.to] + hop_cost(dl.cls) == d[cur]) candidates.push_back(l);
     }
-    LinkId pick = candidates[mix(salt ^ cur) % candidates.size()];
+    LinkId pick = candidates[salt % candidates.size()];
+    salt /= candidates.size();
     out.push_back(pick);
     cur = topo_.links()[pick].to;
   }

@@ -88,6 +88,7 @@ class Router {
   std::unordered_map<uint64_t, std::vector<LinkId>> intra_;
   std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
   std::vector<VertexId> switches_;
+  std::vector<uint32_t> host_index_;  // per vertex: its place among the fabric's hosts (0 for the rest)
 };
 
 class RoutingError : public std::runtime_error {

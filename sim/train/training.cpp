@@ -283,6 +283,9 @@ struct Built {
   std::vector<std::vector<TaskId>> step_end;  // [worker][step]
   TaskId broadcast = 0;
   double broadcast_bytes = 0;
+  // (collective, the task after which worker 0 launches it): a collective kernel is busy on worker 0 from its
+  // local launch to the end, waiting for late peers included, as profilers count NCCL kernel time.
+  std::vector<std::pair<TaskId, TaskId>> launches;
 };
 
 class Builder {
@@ -320,7 +323,7 @@ class Builder {
       std::vector<std::vector<TaskId>> seg(p_);
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
-        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate), Category::Io, static_cast<int32_t>(w), k, l_load, loader_[w])
+        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate * j), Category::Io, static_cast<int32_t>(w), k, l_load, loader_[w])
                                : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
         if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
         TaskId first = load;
@@ -352,6 +355,7 @@ class Builder {
       }
       for (uint32_t w = 0; w < p_; ++w) out.step_end[w].push_back(prev_end[w]);
     }
+    out.launches = std::move(launches_);
     return out;
   }
 
@@ -436,6 +440,7 @@ class Builder {
                            g.label("horovod negotiation"));
       }
       TaskId coll = collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce");
+      launches_.push_back({coll, gate != UINT32_MAX ? gate : seg[0][b]});
       for (uint32_t w = 0; w < p_; ++w) g.depend(seg[w][b], gate != UINT32_MAX ? gate : coll);
       if (gate != UINT32_MAX) g.depend(gate, coll);
       if (!prev_collective.empty()) g.depend(prev_collective.back(), gate != UINT32_MAX ? gate : coll);
@@ -453,6 +458,7 @@ class Builder {
       for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
       TaskId ag = collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params");
       for (uint32_t w = 0; w < p_; ++w) g.depend(upd[w], ag);
+      launches_.push_back({ag, upd[0]});
       prev_collective.assign(1, ag);
       for (uint32_t w = 0; w < p_; ++w) prev_end[w] = ag;
       return;
@@ -518,6 +524,7 @@ class Builder {
   std::vector<std::pair<double, double>> layer_time_;
   std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
   std::vector<TaskId> ps_barrier_;
+  std::vector<std::pair<TaskId, TaskId>> launches_;
 };
 
 struct RunOutput {
@@ -540,6 +547,9 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
   TrainingResult r;
   r.strategy = spec.label;
+  r.strategy_name = spec.name;
+  r.model = wl.model.name;
+  r.loader = wl.loader.kind;
   r.gpus = p;
   r.nodes = nodes;
   int w0 = wl.warmup - 1, w1 = wl.warmup + wl.steps - 1;
@@ -565,13 +575,14 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
     Interval iv{rec[t].start, rec[t].end};
     if (task.kind == TaskKind::Collective) {
       comm.push_back(iv);
-      allreduce.push_back(iv);
     } else if (task.worker == 0 || task.worker < 0) {
       if (task.category == Category::Compute) compute.push_back(iv);
       else if (task.category == Category::Communication) comm.push_back(iv);
       else if (task.category == Category::Io) io.push_back(iv);
     }
   }
+  for (auto [coll, launch] : built.launches)
+    if (rec[coll].end > lo && rec[launch].end < hi) allreduce.push_back({std::min(rec[launch].end, rec[coll].start), rec[coll].end});
   double window = (hi - lo).seconds();
   double c = union_length(compute, lo, hi);
   std::vector<Interval> cc = compute;
@@ -595,6 +606,11 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
 }
 
 }  // namespace
+
+WorkloadSummary summarize_workload(const Scenario& sc) {
+  Workload wl = parse_workload(sc);
+  return {wl.model.name, wl.loader.kind};
+}
 
 std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<int64_t>& counts,
                                          const TrainingOptions& opts) {

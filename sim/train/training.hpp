@@ -17,7 +17,9 @@ struct TrainingOptions {
 };
 
 struct TrainingResult {
-  std::string strategy;
+  std::string strategy;  // the strategy's label
+  std::string strategy_name;  // ddp, horovod, zero, ps, ring, ...
+  std::string model, loader;
   int64_t gpus = 0, nodes = 0;
   double step_time_s = 0;
   double throughput = 0;  // samples/s
@@ -33,6 +35,12 @@ struct TrainingResult {
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
   EngineStats stats;
 };
+
+// The model name and loader kind of a training scenario (validates the workload section).
+struct WorkloadSummary {
+  std::string model, loader;
+};
+WorkloadSummary summarize_workload(const Scenario& scenario);
 
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                                          const TrainingOptions& options);

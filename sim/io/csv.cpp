@@ -1,0 +1,77 @@
+#include "sim/io/csv.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+
+namespace ddlsim {
+
+size_t CsvTable::column(const std::string& name) const {
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return i;
+  throw InputError({file, 1, 1}, name, fmt::format("the header has no column \"{}\"", name));
+}
+
+CsvTable parse_csv(const std::string& text, const std::string& name) {
+  CsvTable t;
+  t.file = name;
+  std::vector<std::string> row;
+  std::string cell;
+  bool quoted = false, any = false;
+  int line = 1, row_line = 1;
+  auto end_row = [&] {
+    row.push_back(cell);
+    cell.clear();
+    bool blank = row.size() == 1 && row[0].empty();
+    if (!blank) {
+      if (t.header.empty()) {
+        t.header = std::move(row);
+      } else {
+        if (row.size() != t.header.size())
+          throw InputError({name, row_line, 1}, "",
+                           fmt::format("expected {} fields as in the header, got {}", t.header.size(), row.size()));
+        t.rows.push_back(std::move(row));
+        t.lines.push_back(row_line);
+      }
+    }
+    row.clear();
+    any = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        cell += c;
+      }
+      continue;
+    }
+    if (!any) row_line = line;
+    any = true;
+    if (c == '"') quoted = true;
+    else if (c == ',') row.push_back(std::move(cell)), cell.clear();
+    else if (c == '\n') ++line, end_row();
+    else if (c != '\r') cell += c;
+  }
+  if (quoted) throw InputError({name, row_line, 1}, "", "unterminated quoted field");
+  if (any) end_row();
+  if (t.header.empty()) throw InputError({name, 1, 1}, "", "empty CSV file (expected a header line)");
+  return t;
+}
+
+CsvTable read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_csv(ss.str(), path);
+}
+
+}  // namespace ddlsim
