@@ -1,0 +1,154 @@
+// Validation against Aach et al. 2023 (JUWELS Booster, batch 64 per GPU, E_G relative to 4 GPUs), through the
+// `ddlsim validate` command on the shipped scenarios and scenarios/measured/aach2023_juwels.csv.
+//
+// Held here: the stated E_G points within ±0.05 absolute, the Table 2 AllReduce share within ±0.08 for the DALI
+// series where the model explains it, the orderings the paper reports, and the 4-to-1024-GPU runtime ratio.
+// Points the model does not reproduce are listed (and checked to still miss, so a fix shows up) in KnownMisses.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <sys/wait.h>
+
+#include "sim/io/csv.hpp"
+
+using namespace ddlsim;
+
+namespace {
+
+struct Point {
+  std::string series, strategy, quantity;
+  int gpus;
+  double measured, simulated, abs_error;
+};
+
+// Runs `ddlsim validate` on one scenario and returns its rows (keyed by series/strategy/gpus/quantity).
+std::map<std::string, Point> validate(const std::string& scenario) {
+  static std::map<std::string, std::map<std::string, Point>> cache;
+  auto hit = cache.find(scenario);
+  if (hit != cache.end()) return hit->second;
+  std::string cmd = std::string("'") + DDLSIM_BINARY + "' validate '" + DDLSIM_SOURCE_DIR + "/scenarios/aach2023/" +
+                    scenario + "' --measured '" + DDLSIM_SOURCE_DIR + "/scenarios/measured/aach2023_juwels.csv' --format csv";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  for (size_t n; pipe && (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
+  int status = pipe ? pclose(pipe) : -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
+  CsvTable t = parse_csv(out, scenario);
+  std::map<std::string, Point> points;
+  for (const auto& r : t.rows) {
+    Point p{r[t.column("series")], r[t.column("strategy")], r[t.column("quantity")], std::stoi(r[t.column("gpus")]),
+            std::stod(r[t.column("measured")]), std::stod(r[t.column("simulated")]), std::stod(r[t.column("abs_error")])};
+    points[p.series + "/" + p.strategy + "/" + std::to_string(p.gpus) + "/" + p.quantity] = p;
+  }
+  return cache[scenario] = points;
+}
+
+const Point& at(const std::map<std::string, Point>& pts, const std::string& key) {
+  static const Point missing{};
+  auto it = pts.find(key);
+  if (it == pts.end()) {
+    ADD_FAILURE() << "no validation row " << key;
+    return missing;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+TEST(Aach2023, ResNet50DaliCpuEfficiency) {
+  // E_G = S_G / (G/4). Stated: above 0.85 up to 256 GPUs and 0.76 at 1024 (DDP and Horovod, DALI CPU).
+  auto pts = validate("resnet50-dali-cpu.yaml");
+  for (const char* fw : {"ddp", "horovod"}) {
+    std::string s = std::string("resnet50-") + fw + "-dali-cpu/" + fw;
+    EXPECT_NEAR(at(pts, s + "/1024/efficiency").simulated, 0.76, 0.05) << fw;
+    EXPECT_LE(at(pts, s + "/256/efficiency_min").abs_error, 0.05) << fw;  // bound E_G >= 0.85
+    EXPECT_LE(at(pts, s + "/1024/efficiency_min").abs_error, 0.05) << fw;
+  }
+}
+
+TEST(Aach2023, ResNet50DaliGpuEfficiencyAndCpuBeatsGpuAt1024) {
+  auto gpu = validate("resnet50-dali-gpu.yaml");
+  auto cpu = validate("resnet50-dali-cpu.yaml");
+  for (const char* fw : {"ddp", "horovod"}) {
+    std::string s = std::string("resnet50-") + fw + "-dali-gpu/" + fw + "/1024/efficiency";
+    EXPECT_NEAR(at(gpu, s).simulated, 0.68, 0.05) << fw;
+    // The paper: CPU pre-processing scales better at 1024 GPUs (0.76 vs 0.68).
+    EXPECT_GT(at(cpu, std::string("resnet50-") + fw + "-dali-cpu/" + fw + "/1024/efficiency").simulated,
+              at(gpu, s).simulated)
+        << fw;
+  }
+}
+
+TEST(Aach2023, ResNet101DaliCpuAbove080At1024) {
+  auto pts = validate("resnet101-dali-cpu.yaml");
+  EXPECT_LE(at(pts, "resnet101-ddp-dali-cpu/ddp/1024/efficiency_min").abs_error, 0.05);
+}
+
+TEST(Aach2023, NativeLoaderDdp) {
+  // DDP with the native loader: E_G 0.44 at 256 GPUs (a ceiling in the text: "below 0.44") and below 0.24 at 512.
+  auto pts = validate("resnet50-native.yaml");
+  EXPECT_NEAR(at(pts, "resnet50-ddp-native/ddp/256/efficiency_max").simulated, 0.44, 0.05);
+  EXPECT_LE(at(pts, "resnet50-ddp-native/ddp/512/efficiency_max").abs_error, 0.05);
+  for (const char* fw : {"horovod", "deepspeed"})
+    EXPECT_LE(at(pts, std::string("resnet50-") + fw + "-native/" + fw + "/512/efficiency_max").abs_error, 0.05) << fw;
+}
+
+TEST(Aach2023, DaliScalesBetterThanNative) {
+  // Fig. 4 vs Fig. 5: at 256 GPUs DDP keeps E_G > 0.85 with DALI and falls to ~0.44 with the native loader.
+  auto dali = validate("resnet50-dali-cpu.yaml");
+  auto native = validate("resnet50-native.yaml");
+  EXPECT_GT(at(dali, "resnet50-ddp-dali-cpu/ddp/256/efficiency_min").simulated,
+            at(native, "resnet50-ddp-native/ddp/256/efficiency_max").simulated + 0.3);
+}
+
+TEST(Aach2023, LargerModelScalesBetter) {
+  // Fig. 6: ResNet-152 reaches the highest E_G at 1024 GPUs, ResNet-50 the lowest.
+  auto r50 = validate("resnet50-dali-cpu.yaml");
+  auto r101 = validate("resnet101-dali-cpu.yaml");
+  auto r152 = validate("resnet152-dali-cpu.yaml");
+  double e50 = at(r50, "resnet50-ddp-dali-cpu/ddp/1024/efficiency").simulated;
+  double e101 = at(r101, "resnet101-ddp-dali-cpu/ddp/1024/efficiency_min").simulated;
+  double e152 = at(r152, "resnet152-ddp-dali-cpu/ddp/1024/efficiency").simulated;
+  EXPECT_LT(e50, e101);
+  EXPECT_LE(e101, e152 + 0.01);
+}
+
+TEST(Aach2023, Table2AllreduceShareResNet50AndResNet152Dali) {
+  // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's quantity is
+  // the same: from each bucket's launch on worker 0 (waiting for late ranks included) to the collective's end.
+  auto r50 = validate("resnet50-dali-cpu.yaml");
+  for (int g : {8, 16, 32, 64, 128, 256, 512, 1024})
+    EXPECT_LE(at(r50, "resnet50-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08) << g;
+  auto r152 = validate("resnet152-dali-cpu.yaml");
+  for (int g : {8, 16, 32, 64, 128, 256})
+    EXPECT_LE(at(r152, "resnet152-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08) << g;
+  // The share grows with the GPU count (4 -> 1024), as in the table.
+  EXPECT_LT(at(r50, "resnet50-ddp-dali/ddp/8/share_allreduce").simulated,
+            at(r50, "resnet50-ddp-dali/ddp/1024/share_allreduce").simulated);
+}
+
+TEST(Aach2023, RuntimeRatio4To1024ResNet50) {
+  // Abstract: "more than 12 h on 4 GPUs to less than 200 s on 1024 GPUs" -> T4 / T1024 = 43200 / 200 = 216.
+  // (The introduction's ≈13 h gives 234, which the stated E_G = 0.76 contradicts: 0.76 · 256 = 194.6.)
+  auto pts = validate("resnet50-dali-cpu.yaml");
+  double t4 = at(pts, "resnet50-dali-overall/ddp/4/time_to_train_s").simulated;
+  double t1024 = at(pts, "resnet50-dali-overall/ddp/1024/time_to_train_s").simulated;
+  EXPECT_NEAR(t4 / t1024, 216.0, 216.0 * 0.15);
+  EXPECT_NEAR(t4, 46800, 46800 * 0.15);  // ≈13 h on 4 GPUs
+}
+
+TEST(Aach2023, KnownMisses) {
+  // Not reproduced (see the closing notes of the validation issue): the simulator hides ResNet-152's communication
+  // behind its long backward pass (E_G ≈ 0.92 vs 0.81 at 1024), and it gives Horovod and DeepSpeed with the native
+  // loader the same file-system-bound E_G as DDP at 128 GPUs (0.84 vs 0.50 / 0.33). Checked to still miss, so that
+  // a model change that fixes them is noticed and these move into the held tests above.
+  auto r152 = validate("resnet152-dali-cpu.yaml");
+  EXPECT_GT(at(r152, "resnet152-ddp-dali-cpu/ddp/1024/efficiency").abs_error, 0.05);
+  auto native = validate("resnet50-native.yaml");
+  EXPECT_GT(at(native, "resnet50-horovod-native/horovod/128/efficiency").abs_error, 0.05);
+  EXPECT_GT(at(native, "resnet50-deepspeed-native/deepspeed/128/efficiency").abs_error, 0.05);
+}
