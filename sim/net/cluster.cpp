@@ -1,6 +1,7 @@
 #include "sim/net/cluster.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <fmt/format.h>
 
 #include "sim/net/fabric.hpp"
@@ -37,26 +38,81 @@ LinkSpec parse_link(const YamlNode& n) {
 
 Time get_time(const YamlNode& n, const char* key) { return n.has(key) ? n[key].as_time() : Time(); }
 
-CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix) {
-  CommClass c;
-  CommRange& r = c.ranges[0];
-  r.alpha = get_time(comm, ("alpha_" + suffix).c_str());
-  if (auto e = comm.get("efficiency_" + suffix)) {
+CommRange parse_comm_range(const YamlNode& n, CommRange r) {
+  if (auto a = n.get("alpha")) r.alpha = a->as_time();
+  if (auto e = n.get("efficiency")) {
     r.efficiency = e->as_fraction();
     if (r.efficiency <= 0 || r.efficiency > 1) e->fail("efficiency must be in (0, 1]");
   }
-  if (auto b = comm.get("bandwidth_" + suffix)) r.bandwidth = b->as_rate().value;
+  if (auto b = n.get("bandwidth")) r.bandwidth = b->as_rate().value;
+  return r;
+}
+
+// A link class is either flat keys (alpha_intra, efficiency_intra, bandwidth_intra) or a list of message-size
+// ranges (`intra: [{max_bytes: 2KiB, alpha: .., bandwidth: ..}, {alpha: .., bandwidth: ..}]`, the form
+// `ddlsim calibrate` writes); `base` is what a calibration file gave.
+CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix, CommClass c) {
+  if (auto list = comm.get(suffix)) {
+    if (comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix))
+      list->fail(fmt::format("give either {} or the flat *_{} keys, not both", suffix, suffix));
+    c.ranges.clear();
+    double prev = 0;
+    std::vector<YamlNode> items = list->elements();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& it = items[i];
+      it.expect_keys({"max_bytes", "alpha", "bandwidth", "efficiency"});
+      CommRange r = parse_comm_range(it, CommRange{});
+      if (auto m = it.get("max_bytes")) {
+        r.max_bytes = m->as_bytes().value;
+        if (r.max_bytes <= prev) m->fail("ranges must be in increasing max_bytes order");
+        prev = r.max_bytes;
+      } else if (i + 1 != items.size()) {
+        it.fail("only the last range may omit max_bytes");
+      }
+      c.ranges.push_back(r);
+    }
+    if (c.ranges.empty()) list->fail("needs at least one range");
+    c.ranges.back().max_bytes = std::numeric_limits<double>::infinity();
+    return c;
+  }
+  CommRange flat;
+  if (auto a = comm.get("alpha_" + suffix)) flat.alpha = a->as_time();
+  if (auto e = comm.get("efficiency_" + suffix)) {
+    flat.efficiency = e->as_fraction();
+    if (flat.efficiency <= 0 || flat.efficiency > 1) e->fail("efficiency must be in (0, 1]");
+  }
+  if (auto b = comm.get("bandwidth_" + suffix)) flat.bandwidth = b->as_rate().value;
+  bool any = comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix);
+  if (any) c.ranges.assign(1, flat);
   return c;
+}
+
+// A calibration file (written by `ddlsim calibrate --out`): a path as given, or relative to the file naming it.
+std::string find_calibration_file(const YamlNode& node) {
+  namespace fs = std::filesystem;
+  std::string name = node.as_string();
+  for (const fs::path& p : {fs::path(name), fs::path(node.file()).parent_path() / name,
+                            fs::path(DDLSIM_SOURCE_DIR) / name})
+    if (fs::is_regular_file(p)) return p.lexically_normal().string();
+  node.fail(fmt::format("no calibration file \"{}\"", name));
 }
 
 }  // namespace
 
 CommModel parse_comm_model(const YamlNode& comm) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
-                    "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source"});
+                    "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
+                    "calibration", "intra", "inter"});
   CommModel m;
-  m.intra = parse_comm_class(comm, "intra");
-  m.inter = parse_comm_class(comm, "inter");
+  // A calibration file gives the base; keys next to `calibration:` override it.
+  if (auto cal = comm.get("calibration")) {
+    YamlNode doc = YamlNode::load_file(find_calibration_file(*cal));
+    YamlNode inner = doc["comm"];
+    if (inner.has("calibration")) inner["calibration"].fail("a calibration file cannot name another one");
+    m = parse_comm_model(inner);
+  }
+  m.intra = parse_comm_class(comm, "intra", m.intra);
+  m.inter = parse_comm_class(comm, "inter", m.inter);
   if (auto g = comm.get("reduce_bandwidth_gpu")) m.gamma_gpu = 1.0 / g->as_rate().value;
   if (auto g = comm.get("reduce_bandwidth_cpu")) m.gamma_cpu = 1.0 / g->as_rate().value;
   if (auto mp = comm.get("multipath")) {
