@@ -1,8 +1,8 @@
 // `ddlsim validate`: a training scenario against measured points (efficiency, time shares, time to train).
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fmt/format.h>
 #include <iostream>
 #include <map>
 #include <set>
@@ -17,7 +17,8 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kValidateHelp = R"(usage: ddlsim validate SCENARIO.yaml --measured FILE.csv [--max-error X] [--max-rel-error X]
+constexpr const char* kValidateHelp =
+    R"(usage: ddlsim validate SCENARIO.yaml --measured FILE.csv [--max-error X] [--max-rel-error X]
                        [--set dotted.key=value ...] [--format table|csv|json]
 
 Runs a training scenario at the GPU counts of the measured points that belong to it and prints, per point,
@@ -43,10 +44,10 @@ struct QuantityRule {
 };
 
 constexpr QuantityRule kRules[] = {
-    {"efficiency", Bound::Equal, false, true},         {"efficiency_min", Bound::AtLeast, false, true},
-    {"efficiency_max", Bound::AtMost, false, true},    {"share_allreduce", Bound::Equal, false, true},
-    {"share_data", Bound::Equal, false, false},        {"share_cudnn", Bound::Equal, false, false},
-    {"time_to_train_s", Bound::Equal, true, true},     {"time_to_train_s_min", Bound::AtLeast, true, true},
+    {"efficiency", Bound::Equal, false, true},          {"efficiency_min", Bound::AtLeast, false, true},
+    {"efficiency_max", Bound::AtMost, false, true},     {"share_allreduce", Bound::Equal, false, true},
+    {"share_data", Bound::Equal, false, false},         {"share_cudnn", Bound::Equal, false, false},
+    {"time_to_train_s", Bound::Equal, true, true},      {"time_to_train_s_min", Bound::AtLeast, true, true},
     {"time_to_train_s_max", Bound::AtMost, true, true}, {"speedup", Bound::Equal, true, true},
 };
 
@@ -70,8 +71,8 @@ bool loader_matches(const std::string& measured, const std::string& kind) {
 }
 
 bool framework_matches(const std::string& f, const TrainingResult& r) {
-  return f == "unspecified" || f == r.strategy || f == r.strategy_name || (f == "deepspeed" && r.strategy_name == "zero") ||
-         (f == "pytorch-ddp" && r.strategy_name == "ddp");
+  return f == "unspecified" || f == r.strategy || f == r.strategy_name ||
+         (f == "deepspeed" && r.strategy_name == "zero") || (f == "pytorch-ddp" && r.strategy_name == "ddp");
 }
 
 struct Row {
@@ -89,7 +90,8 @@ int validate_command(const std::vector<std::string>& args) {
     std::fputs(kValidateHelp, stdout);
     return 0;
   }
-  if (a.positional.size() != 1) throw InputError({}, "", "validate needs exactly one scenario file (see --help)");
+  if (a.positional.size() != 1)
+    throw InputError({}, "", "validate needs exactly one scenario file (see --help)");
   std::string measured = a.option("measured");
   if (measured.empty()) throw InputError({}, "--measured", "validate needs --measured FILE.csv");
   auto number_option = [&](const char* key) {
@@ -101,13 +103,15 @@ int validate_command(const std::vector<std::string>& args) {
       if (used == v.size() && x >= 0) return x;
     } catch (const std::exception&) {
     }
-    throw InputError({}, std::string("--") + key, fmt::format("expected a non-negative number, got \"{}\"", v));
+    throw InputError({}, std::string("--") + key,
+                     fmt::format("expected a non-negative number, got \"{}\"", v));
   };
   double max_abs = number_option("max-error"), max_rel = number_option("max-rel-error");
 
   Scenario sc = load_scenario(a.positional[0], a.sets);
   if (sc.collective)
-    throw InputError({sc.file, 0, 0}, "workload", "validate needs a training workload (model, batch_per_gpu, ...)");
+    throw InputError({sc.file, 0, 0}, "workload",
+                     "validate needs a training workload (model, batch_per_gpu, ...)");
   WorkloadSummary ws = summarize_workload(sc);
   CsvTable csv = read_csv(measured);
   size_t c_model = csv.column("model"), c_fw = csv.column("framework"), c_loader = csv.column("loader"),
@@ -129,7 +133,13 @@ int validate_command(const std::vector<std::string>& args) {
       ++skipped;
       continue;
     }
-    Row r{c_series == SIZE_MAX ? "" : cells[c_series], cells[c_fw], cells[c_q], c_cite == SIZE_MAX ? "" : cells[c_cite], 0, 0, rule};
+    Row r{c_series == SIZE_MAX ? "" : cells[c_series],
+          cells[c_fw],
+          cells[c_q],
+          c_cite == SIZE_MAX ? "" : cells[c_cite],
+          0,
+          0,
+          rule};
     try {
       size_t used = 0;
       r.gpus = std::stoll(cells[c_gpus], &used);
@@ -137,8 +147,9 @@ int validate_command(const std::vector<std::string>& args) {
       r.value = std::stod(cells[c_v], &used);
       if (used != cells[c_v].size()) throw std::invalid_argument("value");
     } catch (const std::exception&) {
-      throw InputError({csv.file, csv.lines[i], 1}, "gpus/value",
-                       fmt::format("expected numbers, got gpus \"{}\" and value \"{}\"", cells[c_gpus], cells[c_v]));
+      throw InputError(
+          {csv.file, csv.lines[i], 1}, "gpus/value",
+          fmt::format("expected numbers, got gpus \"{}\" and value \"{}\"", cells[c_gpus], cells[c_v]));
     }
     if (r.gpus % gpn != 0) {
       ++skipped;
@@ -148,9 +159,11 @@ int validate_command(const std::vector<std::string>& args) {
     rows.push_back(std::move(r));
   }
   if (rows.empty())
-    throw InputError({csv.file, 0, 0}, "",
-                     fmt::format("no measured rows for model {} with loader {} (check the model, loader and quantity columns)",
-                                 ws.model, ws.loader));
+    throw InputError(
+        {csv.file, 0, 0}, "",
+        fmt::format(
+            "no measured rows for model {} with loader {} (check the model, loader and quantity columns)",
+            ws.model, ws.loader));
   TrainingOptions topts;
   topts.engine.fast_collectives = !a.has_flag("no-fast");
   std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
@@ -160,8 +173,8 @@ int validate_command(const std::vector<std::string>& args) {
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
   report.title = fmt::format("{}: {} with {} loader vs {}", sc.name, ws.model, ws.loader, measured);
-  report.table_columns = {"series", "strategy", "gpus", "quantity", "bound", "measured", "simulated", "abs_error",
-                          "rel_error", "held"};
+  report.table_columns = {"series",   "strategy",  "gpus",      "quantity",  "bound",
+                          "measured", "simulated", "abs_error", "rel_error", "held"};
   struct Summary {
     int n = 0;
     double sum = 0, worst = -1;
@@ -176,9 +189,12 @@ int validate_command(const std::vector<std::string>& args) {
       double sim = simulated(res, row.quantity);
       double diff = sim - row.value;
       // A bound only misses on its wrong side.
-      if ((row.rule->bound == Bound::AtLeast && diff > 0) || (row.rule->bound == Bound::AtMost && diff < 0)) diff = 0;
+      if ((row.rule->bound == Bound::AtLeast && diff > 0) || (row.rule->bound == Bound::AtMost && diff < 0))
+        diff = 0;
       double abs_err = std::abs(diff), rel_err = row.value != 0 ? abs_err / std::abs(row.value) : 0;
-      const char* bound = row.rule->bound == Bound::Equal ? "=" : row.rule->bound == Bound::AtLeast ? ">=" : "<=";
+      const char* bound = row.rule->bound == Bound::Equal     ? "="
+                          : row.rule->bound == Bound::AtLeast ? ">="
+                                                              : "<=";
       report.results.push_back({{"series", row.series},
                                 {"strategy", res.strategy},
                                 {"gpus", res.gpus},
@@ -191,9 +207,9 @@ int validate_command(const std::vector<std::string>& args) {
                                 {"held", std::string(row.rule->held ? "yes" : "no")},
                                 {"citation", row.citation}});
       if (!row.rule->held) continue;
-      std::string group = row.quantity.rfind("efficiency", 0) == 0 ? "efficiency"
+      std::string group = row.quantity.rfind("efficiency", 0) == 0      ? "efficiency"
                           : row.quantity.rfind("time_to_train", 0) == 0 ? "time_to_train_s"
-                                                                         : row.quantity;
+                                                                        : row.quantity;
       Summary& s = summary[group];
       double err = row.rule->relative ? rel_err : abs_err;
       s.relative = row.rule->relative;
@@ -210,7 +226,9 @@ int validate_command(const std::vector<std::string>& args) {
   report.notes.push_back(
       "not held: share_data (the simulator's loader busy time is host-side work, not DALI's GPU kernels) and "
       "share_cudnn (the simulator counts all compute, not only cuDNN kernels)");
-  if (skipped > 0) report.notes.push_back(fmt::format("{} matching rows skipped (quantity not simulated or GPU count not a whole node)", skipped));
+  if (skipped > 0)
+    report.notes.push_back(fmt::format(
+        "{} matching rows skipped (quantity not simulated or GPU count not a whole node)", skipped));
   if (exceeded) report.notes.push_back("FAILED: an error exceeds --max-error / --max-rel-error");
   write_report(std::cout, a.format, report);
   return exceeded ? 1 : 0;

@@ -1,8 +1,8 @@
 #include "sim/core/units.hpp"
 
+#include <fmt/format.h>
 #include <charconv>
 #include <cmath>
-#include <fmt/format.h>
 #include <span>
 #include <utility>
 
@@ -23,7 +23,8 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr == text.data())
-    throw ValueError(fmt::format("expected a {} like {}, got \"{}\"", what, what == "time" ? "\"1.5us\"" : "\"25GB/s\"", text));
+    throw ValueError(fmt::format("expected a {} like {}, got \"{}\"", what,
+                                 what == "time" ? "\"1.5us\"" : "\"25GB/s\"", text));
   if (!std::isfinite(value)) throw ValueError(fmt::format("{} \"{}\" is not finite", what, text));
   std::string_view rest(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
@@ -40,10 +41,10 @@ double lookup(std::string_view text, std::string_view what, std::span<const Unit
 }
 
 constexpr Unit kByteUnits[] = {
-    {"B", 1},       {"kB", 1e3},           {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
-    {"TB", 1e12},   {"KiB", 1024.0},       {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {"b", 0.125},   {"kb", 125.0},         {"Kb", 125.0},         {"Mb", 1.25e5},        {"Gb", 1.25e8},
-    {"Tb", 1.25e11}, {"Kib", 128.0},       {"Mib", 131072.0},     {"Gib", 134217728.0}};
+    {"B", 1},        {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+    {"TB", 1e12},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"b", 0.125},    {"kb", 125.0},   {"Kb", 125.0},      {"Mb", 1.25e5},        {"Gb", 1.25e8},
+    {"Tb", 1.25e11}, {"Kib", 128.0},  {"Mib", 131072.0},  {"Gib", 134217728.0}};
 
 double byte_factor(std::string_view suffix) {
   for (const Unit& u : kByteUnits)
@@ -51,8 +52,8 @@ double byte_factor(std::string_view suffix) {
   return -1;
 }
 
-constexpr Unit kFlopUnits[] = {{"FLOP", 1},     {"kFLOP", 1e3},  {"MFLOP", 1e6},
-                                                     {"GFLOP", 1e9},  {"TFLOP", 1e12}, {"PFLOP", 1e15}};
+constexpr Unit kFlopUnits[] = {{"FLOP", 1},    {"kFLOP", 1e3},  {"MFLOP", 1e6},
+                               {"GFLOP", 1e9}, {"TFLOP", 1e12}, {"PFLOP", 1e15}};
 
 }  // namespace
 
@@ -62,15 +63,19 @@ Time parse_time(std::string_view text) {
   double s = lookup(text, "time", kTimeUnits, "ps, ns, us, ms, s, min, h");
   if (s < 0) throw ValueError(fmt::format("time \"{}\" is negative", text));
   // Time is int64 picoseconds: about 106 days is the longest span it can hold.
-  if (s * 1e12 >= 9.2e18) throw ValueError(fmt::format("time \"{}\" is too long (the limit is about 106 days)", text));
+  if (s * 1e12 >= 9.2e18)
+    throw ValueError(fmt::format("time \"{}\" is too long (the limit is about 106 days)", text));
   return Time::from_seconds(s);
 }
 
 Bytes parse_bytes(std::string_view text) {
   auto [value, suffix] = split_number(text, "size");
-  if (suffix.empty()) throw ValueError(fmt::format("size \"{}\" needs a unit (B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", text));
+  if (suffix.empty())
+    throw ValueError(fmt::format("size \"{}\" needs a unit (B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", text));
   double f = byte_factor(suffix);
-  if (f < 0) throw ValueError(fmt::format("unknown size unit \"{}\" (use B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", suffix));
+  if (f < 0)
+    throw ValueError(
+        fmt::format("unknown size unit \"{}\" (use B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", suffix));
   if (value < 0) throw ValueError(fmt::format("size \"{}\" is negative", text));
   if (!std::isfinite(value * f)) throw ValueError(fmt::format("size \"{}\" is too large", text));
   return Bytes{value * f};
@@ -79,8 +84,10 @@ Bytes parse_bytes(std::string_view text) {
 Rate parse_rate(std::string_view text) {
   auto [value, suffix] = split_number(text, "bandwidth");
   std::string_view unit = suffix;
-  if (unit.size() > 2 && unit.substr(unit.size() - 2) == "/s") unit.remove_suffix(2);
-  else if (unit.size() > 2 && unit.substr(unit.size() - 2) == "ps") unit.remove_suffix(2);  // Gbps
+  if (unit.size() > 2 && unit.substr(unit.size() - 2) == "/s")
+    unit.remove_suffix(2);
+  else if (unit.size() > 2 && unit.substr(unit.size() - 2) == "ps")
+    unit.remove_suffix(2);  // Gbps
   else
     throw ValueError(fmt::format("bandwidth \"{}\" needs a unit per second (GB/s, Gb/s, MiB/s)", text));
   double f = byte_factor(unit);
@@ -134,6 +141,8 @@ std::string format_bytes(Bytes b) {
   return fmt::format("{:.4g} B", v);
 }
 
-std::string format_rate(Rate r) { return fmt::format("{:.4g} GB/s", r.value / 1e9); }
+std::string format_rate(Rate r) {
+  return fmt::format("{:.4g} GB/s", r.value / 1e9);
+}
 
 }  // namespace ddlsim

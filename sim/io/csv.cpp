@@ -30,8 +30,9 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
         t.header = std::move(row);
       } else {
         if (row.size() != t.header.size())
-          throw InputError({name, row_line, 1}, "",
-                           fmt::format("expected {} fields as in the header, got {}", t.header.size(), row.size()));
+          throw InputError(
+              {name, row_line, 1}, "",
+              fmt::format("expected {} fields as in the header, got {}", t.header.size(), row.size()));
         t.rows.push_back(std::move(row));
         t.lines.push_back(row_line);
       }
@@ -55,10 +56,14 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
     }
     if (!any) row_line = line;
     any = true;
-    if (c == '"') quoted = true;
-    else if (c == ',') row.push_back(std::move(cell)), cell.clear();
-    else if (c == '\n') ++line, end_row();
-    else if (c != '\r') cell += c;
+    if (c == '"')
+      quoted = true;
+    else if (c == ',')
+      row.push_back(std::move(cell)), cell.clear();
+    else if (c == '\n')
+      ++line, end_row();
+    else if (c != '\r')
+      cell += c;
   }
   if (quoted) throw InputError({name, row_line, 1}, "", "unterminated quoted field");
   if (any) end_row();

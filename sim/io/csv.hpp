@@ -1,6 +1,6 @@
 #pragma once
-// A small CSV reader (RFC 4180: quoted fields may hold commas, doubled quotes and line breaks). Rows keep their
-// line number for error messages; the first row is the header.
+// A small CSV reader (RFC 4180: quoted fields may hold commas, doubled quotes and line breaks). Rows keep
+// their line number for error messages; the first row is the header.
 #include <string>
 #include <vector>
 
@@ -16,7 +16,8 @@ struct CsvTable {
   size_t column(const std::string& name) const;
 };
 
-// Throws InputError (file, line) for a missing file, an unterminated quote or a row with the wrong field count.
+// Throws InputError (file, line) for a missing file, an unterminated quote or a row with the wrong field
+// count.
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(const std::string& text, const std::string& name);
 

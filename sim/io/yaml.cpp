@@ -1,18 +1,18 @@
 #include "sim/io/yaml.hpp"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <charconv>
-#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
-#include <yaml-cpp/yaml.h>
 
 namespace ddlsim {
 
 struct YamlNode::Impl {
   YAML::Node node;
   std::string file;
-  std::shared_ptr<Impl> root;  // keeps the document alive for child views (null for the root itself)
+  std::shared_ptr<Impl> root;           // keeps the document alive for child views (null for the root itself)
   std::vector<std::string> overridden;  // dotted keys set by --set (kept on the root)
 };
 
@@ -37,7 +37,9 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
+std::string join_path(const std::string& base, const std::string& key) {
+  return base.empty() ? key : base + "." + key;
+}
 
 }  // namespace
 
@@ -108,24 +110,37 @@ void YamlNode::apply_override(const std::string& assignment) {
   impl_->overridden.push_back(key);
 }
 
-bool YamlNode::is_map() const { return impl_->node.IsMap(); }
-bool YamlNode::is_sequence() const { return impl_->node.IsSequence(); }
-bool YamlNode::is_scalar() const { return impl_->node.IsScalar(); }
-bool YamlNode::is_null() const { return !impl_->node.IsDefined() || impl_->node.IsNull(); }
-const std::string& YamlNode::file() const { return impl_->file; }
+bool YamlNode::is_map() const {
+  return impl_->node.IsMap();
+}
+bool YamlNode::is_sequence() const {
+  return impl_->node.IsSequence();
+}
+bool YamlNode::is_scalar() const {
+  return impl_->node.IsScalar();
+}
+bool YamlNode::is_null() const {
+  return !impl_->node.IsDefined() || impl_->node.IsNull();
+}
+const std::string& YamlNode::file() const {
+  return impl_->file;
+}
 
 SourceLocation YamlNode::location() const {
   // A value that came from --set has no place in the file: name the flag instead.
   const Impl& root = impl_->root ? *impl_->root : *impl_;
   for (const std::string& k : root.overridden)
-    if (path_ == k || (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 && path_[k.size()] == '.'))
+    if (path_ == k ||
+        (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 && path_[k.size()] == '.'))
       return {"--set", 0, 0};
   YAML::Mark m = impl_->node.Mark();
   if (m.is_null()) return {impl_->file, 0, 0};
   return {impl_->file, m.line + 1, m.column + 1};
 }
 
-void YamlNode::fail(const std::string& message) const { throw InputError(location(), path_, message); }
+void YamlNode::fail(const std::string& message) const {
+  throw InputError(location(), path_, message);
+}
 
 bool YamlNode::has(const std::string& key) const {
   return impl_->node.IsMap() && impl_->node[key].IsDefined() && !impl_->node[key].IsNull();
@@ -160,7 +175,8 @@ std::vector<YamlNode> YamlNode::elements() const {
 std::vector<std::string> YamlNode::keys() const {
   if (!impl_->node.IsMap()) fail("expected a map");
   std::vector<std::string> out;
-  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) out.push_back(it->first.as<std::string>());
+  for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it)
+    out.push_back(it->first.as<std::string>());
   return out;
 }
 

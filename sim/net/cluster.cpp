@@ -1,8 +1,8 @@
 #include "sim/net/cluster.hpp"
 
+#include <fmt/format.h>
 #include <filesystem>
 #include <limits>
-#include <fmt/format.h>
 
 #include "sim/net/fabric.hpp"
 
@@ -25,18 +25,22 @@ std::string find_topology_file(const YamlNode& node) {
   }
   for (const fs::path& p : candidates)
     if (fs::is_regular_file(p)) return p.lexically_normal().string();
-  node.fail(fmt::format("no topology \"{}\" (looked for topologies/{}.yaml and the path itself)", name, name));
+  node.fail(
+      fmt::format("no topology \"{}\" (looked for topologies/{}.yaml and the path itself)", name, name));
 }
 
-const std::vector<std::string> kClusterKeys = {"topology", "name", "nodes", "gpus_per_node", "gpu", "node",
-                                                "network", "comm", "max_nodes", "description", "source"};
+const std::vector<std::string> kClusterKeys = {"topology",  "name",        "nodes",   "gpus_per_node",
+                                               "gpu",       "node",        "network", "comm",
+                                               "max_nodes", "description", "source"};
 
 LinkSpec parse_link(const YamlNode& n) {
   n.expect_keys({"bandwidth", "latency"});
   return LinkSpec{n["bandwidth"].as_rate(), n.has("latency") ? n["latency"].as_time() : Time()};
 }
 
-Time get_time(const YamlNode& n, const char* key) { return n.has(key) ? n[key].as_time() : Time(); }
+Time get_time(const YamlNode& n, const char* key) {
+  return n.has(key) ? n[key].as_time() : Time();
+}
 
 CommRange parse_comm_range(const YamlNode& n, CommRange r) {
   if (auto a = n.get("alpha")) r.alpha = a->as_time();
@@ -82,17 +86,19 @@ CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix, Comm
     if (flat.efficiency <= 0 || flat.efficiency > 1) e->fail("efficiency must be in (0, 1]");
   }
   if (auto b = comm.get("bandwidth_" + suffix)) flat.bandwidth = b->as_rate().value;
-  bool any = comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix);
+  bool any =
+      comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix);
   if (any) c.ranges.assign(1, flat);
   return c;
 }
 
-// A calibration file (written by `ddlsim calibrate --out`): a path as given, or relative to the file naming it.
+// A calibration file (written by `ddlsim calibrate --out`): a path as given, or relative to the file naming
+// it.
 std::string find_calibration_file(const YamlNode& node) {
   namespace fs = std::filesystem;
   std::string name = node.as_string();
-  for (const fs::path& p : {fs::path(name), fs::path(node.file()).parent_path() / name,
-                            fs::path(DDLSIM_SOURCE_DIR) / name})
+  for (const fs::path& p :
+       {fs::path(name), fs::path(node.file()).parent_path() / name, fs::path(DDLSIM_SOURCE_DIR) / name})
     if (fs::is_regular_file(p)) return p.lexically_normal().string();
   node.fail(fmt::format("no calibration file \"{}\"", name));
 }
@@ -198,7 +204,8 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
     gl.expect_keys({"kind", "bandwidth", "latency"});
     std::string kind = gl["kind"].as_string();
     if (kind != "nvlink-mesh" && kind != "nvswitch" && kind != "pcie" && kind != "infinity-fabric")
-      gl["kind"].fail(fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
+      gl["kind"].fail(
+          fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
     LinkSpec gpu_link{kind == "pcie" ? Rate{1} : gl["bandwidth"].as_rate(), get_time(gl, "latency")};
     LinkSpec pcie = parse_link((*node)["pcie"]);
     for (int64_t n = 0; n < nodes; ++n) {
@@ -233,7 +240,8 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
   // Servers get node ids after every worker node (without interiors each GPU is its own node).
   const int64_t first_server_node = node ? nodes : nodes * c.gpus_per_node;
   for (uint32_t s = 0; s < servers.count; ++s) {
-    VertexId v = t.add_vertex(VertexKind::Cpu, static_cast<int32_t>(first_server_node + s), fmt::format("server{}", s));
+    VertexId v = t.add_vertex(VertexKind::Cpu, static_cast<int32_t>(first_server_node + s),
+                              fmt::format("server{}", s));
     c.servers.push_back(v);
     endpoints.push_back(v);
   }

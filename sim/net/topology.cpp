@@ -8,11 +8,16 @@ namespace ddlsim {
 
 const char* link_class_name(LinkClass c) {
   switch (c) {
-    case LinkClass::NvLink: return "nvlink";
-    case LinkClass::Pcie: return "pcie";
-    case LinkClass::Host: return "host";
-    case LinkClass::Local: return "local";
-    case LinkClass::Global: return "global";
+    case LinkClass::NvLink:
+      return "nvlink";
+    case LinkClass::Pcie:
+      return "pcie";
+    case LinkClass::Host:
+      return "host";
+    case LinkClass::Local:
+      return "local";
+    case LinkClass::Global:
+      return "global";
   }
   return "?";
 }
@@ -94,9 +99,10 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
     if (nic_s != src) intra(src, nic_s, out);
     VertexId sa = attach_switch(nic_s), sb = attach_switch(nic_d);
     out.push_back(link_between(nic_s, sa));
-    // Minimal routes are destination-based, like InfiniBand's fat-tree routing (d-mod-k): among equal-cost next
-    // hops take host_index mod k, then divide by k for the next level, so the ports of one node (and neighbouring
-    // hosts) spread over different uplinks. Non-minimal (Valiant) paths pick their intermediate switch by hash.
+    // Minimal routes are destination-based, like InfiniBand's fat-tree routing (d-mod-k): among equal-cost
+    // next hops take host_index mod k, then divide by k for the next level, so the ports of one node (and
+    // neighbouring hosts) spread over different uplinks. Non-minimal (Valiant) paths pick their intermediate
+    // switch by hash.
     uint64_t salt = host_index_[nic_d];
     if (path > 0 && switches_.size() > 2) {
       salt = mix((static_cast<uint64_t>(nic_s) << 32) | nic_d);
@@ -115,9 +121,12 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
 }
 
 namespace {
-// Hop cost in the fabric: a global (inter-group) cable costs more than any detour of local hops, so minimal routes
-// on a dragonfly are local-global-local (one global hop) as in real minimal routing, not any shortest hop count.
-uint16_t hop_cost(LinkClass c) { return c == LinkClass::Global ? 16 : 1; }
+// Hop cost in the fabric: a global (inter-group) cable costs more than any detour of local hops, so minimal
+// routes on a dragonfly are local-global-local (one global hop) as in real minimal routing, not any shortest
+// hop count.
+uint16_t hop_cost(LinkClass c) {
+  return c == LinkClass::Global ? 16 : 1;
+}
 }  // namespace
 
 const std::vector<uint16_t>& Router::distances_to(VertexId sw) {
@@ -192,8 +201,8 @@ void Router::intra(VertexId src, VertexId dst, std::vector<LinkId>& out) {
       }
     }
     if (!best.count(dst))
-      throw RoutingError(
-          fmt::format("no route inside node {} from {} to {}", node, topo_.vertex(src).name, topo_.vertex(dst).name));
+      throw RoutingError(fmt::format("no route inside node {} from {} to {}", node, topo_.vertex(src).name,
+                                     topo_.vertex(dst).name));
     std::vector<LinkId> path;
     for (VertexId v = dst; v != src; v = topo_.links()[best[v].second].from) path.push_back(best[v].second);
     it = intra_.emplace(key, std::vector<LinkId>(path.rbegin(), path.rend())).first;

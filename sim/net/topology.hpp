@@ -1,6 +1,7 @@
 #pragma once
-// The cluster as a graph: vertices (GPUs, CPUs, NICs, PCIe and NVLink switches, network switches) joined by cables;
-// every cable is two directed links (split duplex). LinkIds index links() and are the FlowNetwork's link ids.
+// The cluster as a graph: vertices (GPUs, CPUs, NICs, PCIe and NVLink switches, network switches) joined by
+// cables; every cable is two directed links (split duplex). LinkIds index links() and are the FlowNetwork's
+// link ids.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -29,7 +30,8 @@ struct Vertex {
   VertexKind kind;
   int32_t node = -1;   // host node index, -1 for fabric switches
   int32_t group = -1;  // dragonfly group (fabric switches only), -1 otherwise
-  VertexId nic = kNoVertex;  // for endpoints: the NIC they use to leave the node (itself if it is on the fabric)
+  VertexId nic =
+      kNoVertex;  // for endpoints: the NIC they use to leave the node (itself if it is on the fabric)
   std::string name;
 };
 
@@ -65,10 +67,11 @@ class Topology {
   std::vector<std::vector<LinkId>> out_;
 };
 
-// Minimal routing with deterministic ECMP: inside a node, the cheapest path (latency + 1 MB at the link's speed);
-// across nodes, endpoint → its NIC → fabric switches by fewest hops → NIC → endpoint. Among equal-hop next hops
-// the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path > 0` asks for
-// a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath splitting.
+// Minimal routing with deterministic ECMP: inside a node, the cheapest path (latency + 1 MB at the link's
+// speed); across nodes, endpoint → its NIC → fabric switches by fewest hops → NIC → endpoint. Among equal-hop
+// next hops the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path
+// > 0` asks for a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath
+// splitting.
 class Router {
  public:
   explicit Router(const Topology& topo);

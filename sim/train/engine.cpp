@@ -15,7 +15,8 @@ struct Engine::CollectiveRun {
   const CollectiveTask* spec;
   const CollectivePlan* plan;
   std::vector<uint32_t> round, sends_left, recvs_left;
-  std::unordered_map<uint64_t, uint32_t> early;  // (member << 32 | round) -> arrivals before the member got there
+  std::unordered_map<uint64_t, uint32_t>
+      early;  // (member << 32 | round) -> arrivals before the member got there
   std::vector<Message> messages;
   std::vector<uint32_t> free_messages;
   uint32_t done = 0;
@@ -75,7 +76,9 @@ Time Engine::run() {
 
 void Engine::handle(const Event& e) {
   switch (e.kind) {
-    case EventKind::TaskEnd: finish(e.a); break;
+    case EventKind::TaskEnd:
+      finish(e.a);
+      break;
     case EventKind::FlowStart: {
       FlowRequest& r = requests_[e.a];
       net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now_);
@@ -83,8 +86,12 @@ void Engine::handle(const Event& e) {
       --pending_flow_starts_;
       break;
     }
-    case EventKind::MessageDone: flow_done((static_cast<uint64_t>(e.a) << 32) | e.b | kMessageTag); break;
-    case EventKind::RoundDone: enter_round(e.a, e.b, runs_[e.a]->round[e.b] + 1); break;
+    case EventKind::MessageDone:
+      flow_done((static_cast<uint64_t>(e.a) << 32) | e.b | kMessageTag);
+      break;
+    case EventKind::RoundDone:
+      enter_round(e.a, e.b, runs_[e.a]->round[e.b] + 1);
+      break;
   }
 }
 
@@ -105,9 +112,15 @@ void Engine::start(TaskId t) {
   records_[t].start = now_;
   switch (task.kind) {
     case TaskKind::Compute:
-    case TaskKind::Delay: schedule(now_ + task.duration, EventKind::TaskEnd, t); break;
-    case TaskKind::Transfer: start_transfer(t); break;
-    case TaskKind::Collective: start_collective(t); break;
+    case TaskKind::Delay:
+      schedule(now_ + task.duration, EventKind::TaskEnd, t);
+      break;
+    case TaskKind::Transfer:
+      start_transfer(t);
+      break;
+    case TaskKind::Collective:
+      start_collective(t);
+      break;
   }
 }
 
@@ -293,20 +306,21 @@ void Engine::message_done(uint32_t id, uint32_t slot) {
 
 namespace ddlsim {
 
-// Max-plus evaluation of a round plan when every message would get its route's full rate: a member starts round
-// s+1 at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff no two messages are on a
-// link at the same time, which the loop checks conservatively (messages are visited round by round, so a message
-// that starts before the last end seen on one of its links aborts the fast path even if the true intervals were
-// disjoint). When two consecutive rounds have the same plan class and the second starts as a uniform shift of the
-// first, every further round of that class repeats the shift, so those rounds are skipped arithmetically.
+// Max-plus evaluation of a round plan when every message would get its route's full rate: a member starts
+// round s+1 at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff no two messages
+// are on a link at the same time, which the loop checks conservatively (messages are visited round by round,
+// so a message that starts before the last end seen on one of its links aborts the fast path even if the true
+// intervals were disjoint). When two consecutive rounds have the same plan class and the second starts as a
+// uniform shift of the first, every further round of that class repeats the shift, so those rounds are
+// skipped arithmetically.
 bool Engine::try_fast_collective(TaskId t) {
   const CollectiveTask& spec = graph_.collectives()[graph_.task(t).collective];
   if (!spec.isolated || !net_.empty() || pending_flow_starts_ > 0 || now_ < isolated_until_) return false;
   const CollectivePlan& plan = *spec.plan;
   FastMemo* memo = nullptr;
   for (FastMemo& m : fast_memo_)
-    if (m.plan == &plan && m.cpu_servers == spec.reduce_on_cpu_for_servers && m.first_server == spec.first_server &&
-        (m.members == &spec.members || *m.members == spec.members))
+    if (m.plan == &plan && m.cpu_servers == spec.reduce_on_cpu_for_servers &&
+        m.first_server == spec.first_server && (m.members == &spec.members || *m.members == spec.members))
       memo = &m;
   if (memo) {
     if (!memo->ok) return false;
@@ -362,7 +376,8 @@ bool Engine::try_fast_collective(TaskId t) {
     for (uint32_t r = 0; r < p; ++r) {
       double rb = plan.reduce_bytes(r, s);
       bool cpu = spec.reduce_on_cpu_for_servers && r >= spec.first_server;
-      int64_t reduce = rb > 0 ? Time::from_seconds(rb * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu)).picoseconds() : 0;
+      int64_t reduce =
+          rb > 0 ? Time::from_seconds(rb * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu)).picoseconds() : 0;
       next[r] = std::max({start[r], send_end[r], arrive[r]}) + reduce;
     }
     if (s >= 1 && plan.round_class(s) == plan.round_class(s - 1)) {
@@ -370,7 +385,8 @@ bool Engine::try_fast_collective(TaskId t) {
       bool uniform = true;
       for (uint32_t r = 1; r < p && uniform; ++r) uniform = start[r] - prev[r] == shift;
       uint32_t more = 0;
-      while (uniform && s + 1 + more < rounds && plan.round_class(s + 1 + more) == plan.round_class(s)) ++more;
+      while (uniform && s + 1 + more < rounds && plan.round_class(s + 1 + more) == plan.round_class(s))
+        ++more;
       if (uniform && more > 0) {
         for (uint32_t r = 0; r < p; ++r) next[r] += static_cast<int64_t>(more) * shift;
         std::sort(touched_round.begin(), touched_round.end());

@@ -1,9 +1,9 @@
 #pragma once
-// Executes a TaskGraph on a topology: an event queue (time, insertion order) plus the flow network. Collectives run
-// their round plans message by message; when a collective is isolated and starts on an idle network, the engine
-// first tries the max-plus fast path (closed recursion over rounds, periodic rounds skipped) and keeps its result
-// only if no two of its messages overlap in time on a link, which is exactly when the flow model gives each
-// message its full bottleneck rate. Otherwise it falls back to the flow model.
+// Executes a TaskGraph on a topology: an event queue (time, insertion order) plus the flow network.
+// Collectives run their round plans message by message; when a collective is isolated and starts on an idle
+// network, the engine first tries the max-plus fast path (closed recursion over rounds, periodic rounds
+// skipped) and keeps its result only if no two of its messages overlap in time on a link, which is exactly
+// when the flow model gives each message its full bottleneck rate. Otherwise it falls back to the flow model.
 #include <cstdint>
 #include <memory>
 #include <queue>
@@ -27,12 +27,12 @@ struct TaskRecord {
 };
 
 struct EngineStats {
-  uint64_t events = 0;             // events handled by the queue
-  uint64_t flows = 0;              // flows run on the flow network
-  uint64_t messages = 0;           // transfers simulated (flow model + fast path)
-  uint64_t fast_messages = 0;      // of which by the fast path
-  uint64_t fast_collectives = 0;   // collectives done by the fast path
-  uint64_t slow_collectives = 0;   // collectives done by the flow model
+  uint64_t events = 0;            // events handled by the queue
+  uint64_t flows = 0;             // flows run on the flow network
+  uint64_t messages = 0;          // transfers simulated (flow model + fast path)
+  uint64_t fast_messages = 0;     // of which by the fast path
+  uint64_t fast_collectives = 0;  // collectives done by the fast path
+  uint64_t slow_collectives = 0;  // collectives done by the flow model
 };
 
 class Engine {
@@ -91,8 +91,8 @@ class Engine {
   uint64_t seq_ = 0;
   Time now_;
   std::vector<TaskRecord> records_;
-  std::vector<uint32_t> waiting_;      // unfinished predecessors per task
-  std::vector<uint8_t> parts_left_;    // flows left per transfer task
+  std::vector<uint32_t> waiting_;    // unfinished predecessors per task
+  std::vector<uint8_t> parts_left_;  // flows left per transfer task
   std::vector<bool> resource_busy_;
   std::vector<std::queue<TaskId>> resource_queue_;
   std::vector<FlowRequest> requests_;
@@ -103,7 +103,8 @@ class Engine {
   std::vector<int64_t> last_end_;  // fast path: last end time seen per link (ps)
   std::vector<LinkId> touched_;
   // Fast-path outcomes: on an idle network the max-plus result depends only on the plan and the members, so a
-  // collective repeated every step is evaluated once (failures too, so a plan that needs the flow model is not retried).
+  // collective repeated every step is evaluated once (failures too, so a plan that needs the flow model is
+  // not retried).
   struct FastMemo {
     const CollectivePlan* plan;
     const std::vector<VertexId>* members;

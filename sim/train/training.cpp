@@ -1,8 +1,8 @@
 #include "sim/train/training.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <random>
 
@@ -27,10 +27,10 @@ struct Workload {
   Model model;
   int64_t batch = 32;
   Precision precision = Precision::Fp32;
-  double efficiency = 0.4;          // achieved fraction of peak FLOP/s
-  double samples_per_s = 0;         // measured single-GPU throughput; overrides efficiency
+  double efficiency = 0.4;   // achieved fraction of peak FLOP/s
+  double samples_per_s = 0;  // measured single-GPU throughput; overrides efficiency
   double backward_factor = 2;
-  double gradient_bytes = 4;        // bytes per gradient value on the wire
+  double gradient_bytes = 4;  // bytes per gradient value on the wire
   double epochs = 1;
   double dataset_samples = 0;
   LoaderSpec loader;
@@ -57,7 +57,8 @@ LoaderSpec parse_loader(const YamlNode& n) {
   } else if (l.kind == "dali-gpu") {
     l.threads = 4, l.per_thread = 2000, l.gpu_cost = 0.1e-3;  // decode on the GPU (nvJPEG)
   } else if (l.kind != "synthetic") {
-    (n.is_scalar() ? n : n["kind"]).fail(fmt::format("unknown loader \"{}\" (synthetic, native, dali-cpu, dali-gpu)", l.kind));
+    (n.is_scalar() ? n : n["kind"])
+        .fail(fmt::format("unknown loader \"{}\" (synthetic, native, dali-cpu, dali-gpu)", l.kind));
   }
   if (n.is_scalar()) return l;
   if (auto v = n.get("threads")) l.threads = v->as_double();
@@ -65,15 +66,16 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (auto v = n.get("filesystem")) l.fs_bandwidth = v->as_rate().value;
   if (auto v = n.get("gpu_cost")) l.gpu_cost = v->as_time().seconds();
   if (auto v = n.get("prefetch")) l.prefetch = static_cast<int>(v->as_int());
-  if (l.kind != "synthetic" && (l.threads <= 0 || l.per_thread <= 0)) n.fail("threads and per_thread must be positive");
+  if (l.kind != "synthetic" && (l.threads <= 0 || l.per_thread <= 0))
+    n.fail("threads and per_thread must be positive");
   if (l.prefetch < 1) n["prefetch"].fail("prefetch must be at least 1");
   return l;
 }
 
 Workload parse_workload(const Scenario& sc) {
   const YamlNode& w = sc.workload;
-  w.expect_keys({"model", "batch_per_gpu", "precision", "dataset_samples", "epochs", "loader", "compute", "jitter",
-                 "steps", "warmup_steps", "checkpoint", "gradient_bytes"});
+  w.expect_keys({"model", "batch_per_gpu", "precision", "dataset_samples", "epochs", "loader", "compute",
+                 "jitter", "steps", "warmup_steps", "checkpoint", "gradient_bytes"});
   Workload wl;
   wl.model = load_model(w["model"]);
   wl.batch = w.get_int("batch_per_gpu", 32);
@@ -81,7 +83,8 @@ Workload parse_workload(const Scenario& sc) {
   if (auto p = w.get("precision")) wl.precision = parse_precision(*p);
   if (wl.precision == Precision::Fp16 || wl.precision == Precision::Bf16) wl.gradient_bytes = 2;
   if (auto g = w.get("gradient_bytes")) wl.gradient_bytes = g->as_bytes().value;
-  wl.dataset_samples = w.has("dataset_samples") ? static_cast<double>(w["dataset_samples"].as_int()) : wl.model.dataset_samples;
+  wl.dataset_samples = w.has("dataset_samples") ? static_cast<double>(w["dataset_samples"].as_int())
+                                                : wl.model.dataset_samples;
   wl.epochs = w.get_double("epochs", 1);
   if (auto l = w.get("loader")) wl.loader = parse_loader(*l);
   if (auto c = w.get("compute")) {
@@ -182,11 +185,12 @@ Strategy parse_strategy(const StrategySpec& s) {
   st.kind = "allreduce";
   if (name == "ddp") {
     keys({"bucket_size", "first_bucket", "algorithm"});
-    st.bucket = 25 * 1048576.0, st.first_bucket = 1048576.0;  // PyTorch DDP bucket_cap_mb=25, first bucket 1 MB
+    st.bucket = 25 * 1048576.0,
+    st.first_bucket = 1048576.0;  // PyTorch DDP bucket_cap_mb=25, first bucket 1 MB
   } else if (name == "horovod") {
     keys({"fusion_threshold", "cycle_time", "hierarchical", "algorithm"});
     st.bucket = st.first_bucket = 64 * 1048576.0;  // HOROVOD_FUSION_THRESHOLD default 64 MiB
-    st.cycle_time = 5e-3;                           // HOROVOD_CYCLE_TIME default 5 ms
+    st.cycle_time = 5e-3;                          // HOROVOD_CYCLE_TIME default 5 ms
     st.negotiation = true;
     if (auto h = opt("hierarchical"); h && h->as_bool()) st.algorithm = Algorithm::Hierarchical;
   } else if (name == "zero") {
@@ -197,25 +201,33 @@ Strategy parse_strategy(const StrategySpec& s) {
   } else if (name == "ps") {
     keys({"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link"});
     st.kind = "ps";
-  } else if (name == "ring" || name == "rhd" || name == "tree" || name == "direct" || name == "hierarchical") {
+  } else if (name == "ring" || name == "rhd" || name == "tree" || name == "direct" ||
+             name == "hierarchical") {
     keys({"bucket_size", "overlap"});
-    st.algorithm = name == "ring"   ? Algorithm::Ring
-                   : name == "rhd"  ? Algorithm::HalvingDoubling
-                   : name == "tree" ? Algorithm::Tree
+    st.algorithm = name == "ring"     ? Algorithm::Ring
+                   : name == "rhd"    ? Algorithm::HalvingDoubling
+                   : name == "tree"   ? Algorithm::Tree
                    : name == "direct" ? Algorithm::Direct
                                       : Algorithm::Hierarchical;
     st.overlap = false;
   } else {
-    (n.is_scalar() ? n : n["name"]).fail(fmt::format(
-        "unknown training strategy \"{}\" (ddp, horovod, zero, ps, ring, rhd, tree, direct, hierarchical)", name));
+    (n.is_scalar() ? n : n["name"])
+        .fail(fmt::format("unknown training strategy \"{}\" (ddp, horovod, zero, ps, ring, rhd, tree, "
+                          "direct, hierarchical)",
+                          name));
   }
   if (auto a = opt("algorithm")) {
     std::string v = a->as_string();
-    if (v == "ring") st.algorithm = Algorithm::Ring;
-    else if (v == "tree") st.algorithm = Algorithm::Tree;
-    else if (v == "rhd") st.algorithm = Algorithm::HalvingDoubling;
-    else if (v == "hierarchical") st.algorithm = Algorithm::Hierarchical;
-    else a->fail("algorithm must be ring, tree, rhd or hierarchical");
+    if (v == "ring")
+      st.algorithm = Algorithm::Ring;
+    else if (v == "tree")
+      st.algorithm = Algorithm::Tree;
+    else if (v == "rhd")
+      st.algorithm = Algorithm::HalvingDoubling;
+    else if (v == "hierarchical")
+      st.algorithm = Algorithm::Hierarchical;
+    else
+      a->fail("algorithm must be ring, tree, rhd or hierarchical");
   }
   if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value;
   if (auto b = opt("first_bucket")) st.first_bucket = b->as_bytes().value;
@@ -224,7 +236,8 @@ Strategy parse_strategy(const StrategySpec& s) {
   if (auto o = opt("overlap")) st.overlap = o->as_bool();
   if (auto z = opt("stage")) {
     st.zero_stage = static_cast<int>(z->as_int());
-    if (st.zero_stage != 1 && st.zero_stage != 2) z->fail("ZeRO stage must be 1 or 2 (stage 3 shards parameters too)");
+    if (st.zero_stage != 1 && st.zero_stage != 2)
+      z->fail("ZeRO stage must be 1 or 2 (stage 3 shards parameters too)");
   }
   if (auto k = opt("servers")) {
     int64_t v = k->as_int();
@@ -238,7 +251,8 @@ Strategy parse_strategy(const StrategySpec& s) {
   }
   if (auto m = opt("mode")) {
     st.mode = m->as_string();
-    if (st.mode != "sync" && st.mode != "async" && st.mode != "ssp") m->fail("mode must be sync, async or ssp");
+    if (st.mode != "sync" && st.mode != "async" && st.mode != "ssp")
+      m->fail("mode must be sync, async or ssp");
   }
   if (auto s = opt("staleness")) st.staleness = static_cast<int>(s->as_int());
   if (auto c = opt("chunk_size")) st.chunk = c->as_bytes().value;
@@ -249,9 +263,11 @@ Strategy parse_strategy(const StrategySpec& s) {
   }
   if (auto l = opt("link")) {
     l->expect_keys({"bandwidth", "latency"});
-    st.server_link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
+    st.server_link =
+        LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
   }
-  if (st.kind == "ps" && st.mode == "ssp" && st.staleness < 0) opt("staleness")->fail("staleness must be >= 0");
+  if (st.kind == "ps" && st.mode == "ssp" && st.staleness < 0)
+    opt("staleness")->fail("staleness must be >= 0");
   return st;
 }
 
@@ -323,16 +339,19 @@ class Builder {
       std::vector<std::vector<TaskId>> seg(p_);
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
-        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate * j), Category::Io, static_cast<int32_t>(w), k, l_load, loader_[w])
+        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate * j), Category::Io,
+                                             static_cast<int32_t>(w), k, l_load, loader_[w])
                                : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
         if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
         TaskId first = load;
         if (wl_.loader.gpu_cost > 0) {
-          TaskId pre = g.add_compute(gpu_[w], Time::from_seconds(wl_.loader.gpu_cost * wl_.batch), static_cast<int32_t>(w), k, l_pre);
+          TaskId pre = g.add_compute(gpu_[w], Time::from_seconds(wl_.loader.gpu_cost * wl_.batch),
+                                     static_cast<int32_t>(w), k, l_pre);
           g.depend(load, pre);
           first = pre;
         }
-        TaskId fwd = g.add_compute(gpu_[w], Time::from_seconds(forward_time() * j), static_cast<int32_t>(w), k, l_fwd);
+        TaskId fwd =
+            g.add_compute(gpu_[w], Time::from_seconds(forward_time() * j), static_cast<int32_t>(w), k, l_fwd);
         g.depend(first, fwd);
         g.depend(prev_end[w], fwd);
         if (st_.kind == "ps" && st_.mode == "ssp" && k - st_.staleness - 1 >= 0)
@@ -432,12 +451,13 @@ class Builder {
     for (size_t b = 0; b < buckets.size(); ++b) {
       TaskId gate = UINT32_MAX;
       if (st_.negotiation) {
-        // Horovod: the background thread wakes every cycle (half a cycle on average) and rank 0 negotiates which
-        // tensors are ready on all ranks: a gather and a broadcast of small messages, ~2 log2(p) latencies.
+        // Horovod: the background thread wakes every cycle (half a cycle on average) and rank 0 negotiates
+        // which tensors are ready on all ranks: a gather and a broadcast of small messages, ~2 log2(p)
+        // latencies.
         double lat = c_.comm.inter.lookup(64).alpha.seconds() + 2e-6;
         double negotiation = 2 * std::ceil(std::log2(std::max<uint32_t>(p_, 2))) * lat;
-        gate = g.add_delay(Time::from_seconds(st_.cycle_time / 2 + negotiation), Category::Communication, -1, k,
-                           g.label("horovod negotiation"));
+        gate = g.add_delay(Time::from_seconds(st_.cycle_time / 2 + negotiation), Category::Communication, -1,
+                           k, g.label("horovod negotiation"));
       }
       TaskId coll = collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce");
       launches_.push_back({coll, gate != UINT32_MAX ? gate : seg[0][b]});
@@ -451,7 +471,8 @@ class Builder {
       // Each rank updates its 1/p shard, then the parameters are all-gathered.
       std::vector<TaskId> upd(p_);
       for (uint32_t w = 0; w < p_; ++w) {
-        upd[w] = g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0 / p_)), static_cast<int32_t>(w), k, l_upd);
+        upd[w] = g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0 / p_)), static_cast<int32_t>(w), k,
+                               l_upd);
         g.depend(last, upd[w]);
       }
       double params = 0;
@@ -464,7 +485,8 @@ class Builder {
       return;
     }
     for (uint32_t w = 0; w < p_; ++w) {
-      TaskId upd = g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0)), static_cast<int32_t>(w), k, l_upd);
+      TaskId upd =
+          g.add_compute(gpu_[w], Time::from_seconds(update_time(1.0)), static_cast<int32_t>(w), k, l_upd);
       g.depend(last, upd);
       prev_end[w] = upd;
     }
@@ -472,17 +494,19 @@ class Builder {
 
   VertexId server(uint32_t j) const { return st_.dedicated ? c_.servers[j] : c_.cpus[j % c_.cpus.size()]; }
 
-  void build_ps_step(TaskGraph& g, int k, const std::vector<Bucket>& chunks, const std::vector<std::vector<TaskId>>& seg,
-                     std::vector<TaskId>& prev_end) {
+  void build_ps_step(TaskGraph& g, int k, const std::vector<Bucket>& chunks,
+                     const std::vector<std::vector<TaskId>>& seg, std::vector<TaskId>& prev_end) {
     uint32_t K = st_.servers;
     if (server_cpu_.empty())
       for (uint32_t j = 0; j < K; ++j) server_cpu_.push_back(g.add_resource());
-    uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"), l_upd = g.label("server update");
+    uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
+             l_upd = g.label("server update");
     std::vector<std::vector<TaskId>> pulls(p_);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
     for (size_t c = 0; c < chunks.size(); ++c) {
       std::vector<uint32_t> targets;
-      if (st_.shard_by_layer) targets.push_back(static_cast<uint32_t>(c % K));
+      if (st_.shard_by_layer)
+        targets.push_back(static_cast<uint32_t>(c % K));
       else
         for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
       double bytes = chunks[c].bytes / targets.size();
@@ -491,13 +515,15 @@ class Builder {
         for (uint32_t w = 0; w < p_; ++w) {
           TaskId push = g.add_transfer(c_.gpus[w], server(j), bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(seg[w][c], push);
-          aggs[w] = g.add_delay(Time::from_seconds(bytes * c_.comm.gamma_cpu), Category::Communication, static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
+          aggs[w] = g.add_delay(Time::from_seconds(bytes * c_.comm.gamma_cpu), Category::Communication,
+                                static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
           g.depend(push, aggs[w]);
           g.depend(aggs[w], barrier);
         }
         TaskId upd = UINT32_MAX;
         if (st_.mode == "sync") {
-          upd = g.add_delay(Time::from_seconds(bytes / 4 * 16 / 20e9), Category::Communication, -1, k, l_upd, server_cpu_[j]);
+          upd = g.add_delay(Time::from_seconds(bytes / 4 * 16 / 20e9), Category::Communication, -1, k, l_upd,
+                            server_cpu_[j]);
           for (uint32_t w = 0; w < p_; ++w) g.depend(aggs[w], upd);
         }
         for (uint32_t w = 0; w < p_; ++w) {
@@ -563,7 +589,8 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   double broadcast = (rec[built.broadcast].end - rec[built.broadcast].start).seconds();
   double checkpoints = 0;
   if (wl.checkpoint_every > 0)
-    checkpoints = std::floor(steps_per_epoch * wl.epochs / wl.checkpoint_every) * built.broadcast_bytes / wl.checkpoint_bandwidth;
+    checkpoints = std::floor(steps_per_epoch * wl.epochs / wl.checkpoint_every) * built.broadcast_bytes /
+                  wl.checkpoint_bandwidth;
   r.time_to_train_s = steps_per_epoch * wl.epochs * r.step_time_s + broadcast + checkpoints;
   // Shares over worker 0's measured window.
   Time lo = rec[built.step_end[0][w0]].end, hi = rec[built.step_end[0][w1]].end;
@@ -576,13 +603,17 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
     if (task.kind == TaskKind::Collective) {
       comm.push_back(iv);
     } else if (task.worker == 0 || task.worker < 0) {
-      if (task.category == Category::Compute) compute.push_back(iv);
-      else if (task.category == Category::Communication) comm.push_back(iv);
-      else if (task.category == Category::Io) io.push_back(iv);
+      if (task.category == Category::Compute)
+        compute.push_back(iv);
+      else if (task.category == Category::Communication)
+        comm.push_back(iv);
+      else if (task.category == Category::Io)
+        io.push_back(iv);
     }
   }
   for (auto [coll, launch] : built.launches)
-    if (rec[coll].end > lo && rec[launch].end < hi) allreduce.push_back({std::min(rec[launch].end, rec[coll].start), rec[coll].end});
+    if (rec[coll].end > lo && rec[launch].end < hi)
+      allreduce.push_back({std::min(rec[launch].end, rec[coll].start), rec[coll].end});
   double window = (hi - lo).seconds();
   double c = union_length(compute, lo, hi);
   std::vector<Interval> cc = compute;
@@ -616,7 +647,8 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
                                          const TrainingOptions& opts) {
   Workload wl = parse_workload(sc);
   int gpn = sc.cluster.gpus_per_node();
-  int64_t ref_gpus = sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
+  int64_t ref_gpus =
+      sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
   if (ref_gpus % gpn != 0)
     sc.root["reference_gpus"].fail(fmt::format("reference_gpus must be a multiple of {} GPUs per node", gpn));
   std::vector<TrainingResult> out;
@@ -641,16 +673,25 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   return out;
 }
 
-Report run_training_report(const Scenario& sc, const std::vector<int64_t>& counts, const TrainingOptions& opts,
-                           bool stats) {
+Report run_training_report(const Scenario& sc, const std::vector<int64_t>& counts,
+                           const TrainingOptions& opts, bool stats) {
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
   Workload wl = parse_workload(sc);
-  report.title = fmt::format("{}: {} on {}, batch {}/GPU, {} loader", sc.name, wl.model.name, sc.cluster.name(),
-                             wl.batch, wl.loader.kind);
-  report.table_columns = {"strategy", "gpus", "step_time_s", "throughput_samples_per_s", "speedup", "efficiency",
-                          "time_to_train_s", "shares.compute", "shares.communication", "shares.io", "shares.idle"};
+  report.title = fmt::format("{}: {} on {}, batch {}/GPU, {} loader", sc.name, wl.model.name,
+                             sc.cluster.name(), wl.batch, wl.loader.kind);
+  report.table_columns = {"strategy",
+                          "gpus",
+                          "step_time_s",
+                          "throughput_samples_per_s",
+                          "speedup",
+                          "efficiency",
+                          "time_to_train_s",
+                          "shares.compute",
+                          "shares.communication",
+                          "shares.io",
+                          "shares.idle"};
   for (const TrainingResult& r : run_training(sc, counts, opts)) {
     Record rec{{"strategy", r.strategy},
                {"gpus", r.gpus},
@@ -676,7 +717,8 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
     }
     report.results.push_back(std::move(rec));
   }
-  report.notes.push_back("shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
+  report.notes.push_back(
+      "shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
   return report;
 }
 

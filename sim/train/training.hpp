@@ -17,7 +17,7 @@ struct TrainingOptions {
 };
 
 struct TrainingResult {
-  std::string strategy;  // the strategy's label
+  std::string strategy;       // the strategy's label
   std::string strategy_name;  // ddp, horovod, zero, ps, ring, ...
   std::string model, loader;
   int64_t gpus = 0, nodes = 0;
@@ -27,8 +27,8 @@ struct TrainingResult {
   double time_to_train_s = 0;
   double global_batch = 0;
   double learning_rate_scale = 0;  // linear LR-scaling rule: global batch / reference global batch
-  // Wall-time split of a step from worker 0's view: compute, exposed communication, I/O (exposed loader wait),
-  // idle (waiting for stragglers / coordination). Sums to 1.
+  // Wall-time split of a step from worker 0's view: compute, exposed communication, I/O (exposed loader
+  // wait), idle (waiting for stragglers / coordination). Sums to 1.
   double share_compute = 0, share_communication = 0, share_io = 0, share_idle = 0;
   // Share of time during which a kind of kernel runs (overlapping, as Aach et al. Table 2): allreduce busy,
   // data loading busy, compute busy.

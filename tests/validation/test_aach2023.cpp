@@ -1,16 +1,17 @@
 // Validation against Aach et al. 2023 (JUWELS Booster, batch 64 per GPU, E_G relative to 4 GPUs), through the
 // `ddlsim validate` command on the shipped scenarios and scenarios/measured/aach2023_juwels.csv.
 //
-// Held here: the stated E_G points within ±0.05 absolute, the Table 2 AllReduce share within ±0.08 for the DALI
-// series where the model explains it, the orderings the paper reports, and the 4-to-1024-GPU runtime ratio.
-// Points the model does not reproduce are listed (and checked to still miss, so a fix shows up) in KnownMisses.
+// Held here: the stated E_G points within ±0.05 absolute, the Table 2 AllReduce share within ±0.08 for the
+// DALI series where the model explains it, the orderings the paper reports, and the 4-to-1024-GPU runtime
+// ratio. Points the model does not reproduce are listed (and checked to still miss, so a fix shows up) in
+// KnownMisses.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <map>
 #include <string>
-#include <sys/wait.h>
 
 #include "sim/io/csv.hpp"
 
@@ -29,8 +30,9 @@ std::map<std::string, Point> validate(const std::string& scenario) {
   static std::map<std::string, std::map<std::string, Point>> cache;
   auto hit = cache.find(scenario);
   if (hit != cache.end()) return hit->second;
-  std::string cmd = std::string("'") + DDLSIM_BINARY + "' validate '" + DDLSIM_SOURCE_DIR + "/scenarios/aach2023/" +
-                    scenario + "' --measured '" + DDLSIM_SOURCE_DIR + "/scenarios/measured/aach2023_juwels.csv' --format csv";
+  std::string cmd = std::string("'") + DDLSIM_BINARY + "' validate '" + DDLSIM_SOURCE_DIR +
+                    "/scenarios/aach2023/" + scenario + "' --measured '" + DDLSIM_SOURCE_DIR +
+                    "/scenarios/measured/aach2023_juwels.csv' --format csv";
   std::string out;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -40,8 +42,13 @@ std::map<std::string, Point> validate(const std::string& scenario) {
   CsvTable t = parse_csv(out, scenario);
   std::map<std::string, Point> points;
   for (const auto& r : t.rows) {
-    Point p{r[t.column("series")], r[t.column("strategy")], r[t.column("quantity")], std::stoi(r[t.column("gpus")]),
-            std::stod(r[t.column("measured")]), std::stod(r[t.column("simulated")]), std::stod(r[t.column("abs_error")])};
+    Point p{r[t.column("series")],
+            r[t.column("strategy")],
+            r[t.column("quantity")],
+            std::stoi(r[t.column("gpus")]),
+            std::stod(r[t.column("measured")]),
+            std::stod(r[t.column("simulated")]),
+            std::stod(r[t.column("abs_error")])};
     points[p.series + "/" + p.strategy + "/" + std::to_string(p.gpus) + "/" + p.quantity] = p;
   }
   return cache[scenario] = points;
@@ -89,12 +96,15 @@ TEST(Aach2023, ResNet101DaliCpuAbove080At1024) {
 }
 
 TEST(Aach2023, NativeLoaderDdp) {
-  // DDP with the native loader: E_G 0.44 at 256 GPUs (a ceiling in the text: "below 0.44") and below 0.24 at 512.
+  // DDP with the native loader: E_G 0.44 at 256 GPUs (a ceiling in the text: "below 0.44") and below 0.24 at
+  // 512.
   auto pts = validate("resnet50-native.yaml");
   EXPECT_NEAR(at(pts, "resnet50-ddp-native/ddp/256/efficiency_max").simulated, 0.44, 0.05);
   EXPECT_LE(at(pts, "resnet50-ddp-native/ddp/512/efficiency_max").abs_error, 0.05);
   for (const char* fw : {"horovod", "deepspeed"})
-    EXPECT_LE(at(pts, std::string("resnet50-") + fw + "-native/" + fw + "/512/efficiency_max").abs_error, 0.05) << fw;
+    EXPECT_LE(at(pts, std::string("resnet50-") + fw + "-native/" + fw + "/512/efficiency_max").abs_error,
+              0.05)
+        << fw;
 }
 
 TEST(Aach2023, DaliScalesBetterThanNative) {
@@ -118,14 +128,17 @@ TEST(Aach2023, LargerModelScalesBetter) {
 }
 
 TEST(Aach2023, Table2AllreduceShareResNet50AndResNet152Dali) {
-  // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's quantity is
-  // the same: from each bucket's launch on worker 0 (waiting for late ranks included) to the collective's end.
+  // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's
+  // quantity is the same: from each bucket's launch on worker 0 (waiting for late ranks included) to the
+  // collective's end.
   auto r50 = validate("resnet50-dali-cpu.yaml");
   for (int g : {8, 16, 32, 64, 128, 256, 512, 1024})
-    EXPECT_LE(at(r50, "resnet50-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08) << g;
+    EXPECT_LE(at(r50, "resnet50-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08)
+        << g;
   auto r152 = validate("resnet152-dali-cpu.yaml");
   for (int g : {8, 16, 32, 64, 128, 256})
-    EXPECT_LE(at(r152, "resnet152-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08) << g;
+    EXPECT_LE(at(r152, "resnet152-ddp-dali/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08)
+        << g;
   // The share grows with the GPU count (4 -> 1024), as in the table.
   EXPECT_LT(at(r50, "resnet50-ddp-dali/ddp/8/share_allreduce").simulated,
             at(r50, "resnet50-ddp-dali/ddp/1024/share_allreduce").simulated);
@@ -142,10 +155,11 @@ TEST(Aach2023, RuntimeRatio4To1024ResNet50) {
 }
 
 TEST(Aach2023, KnownMisses) {
-  // Not reproduced (see the closing notes of the validation issue): the simulator hides ResNet-152's communication
-  // behind its long backward pass (E_G ≈ 0.92 vs 0.81 at 1024), and it gives Horovod and DeepSpeed with the native
-  // loader the same file-system-bound E_G as DDP at 128 GPUs (0.84 vs 0.50 / 0.33). Checked to still miss, so that
-  // a model change that fixes them is noticed and these move into the held tests above.
+  // Not reproduced (see the closing notes of the validation issue): the simulator hides ResNet-152's
+  // communication behind its long backward pass (E_G ≈ 0.92 vs 0.81 at 1024), and it gives Horovod and
+  // DeepSpeed with the native loader the same file-system-bound E_G as DDP at 128 GPUs (0.84 vs 0.50 / 0.33).
+  // Checked to still miss, so that a model change that fixes them is noticed and these move into the held
+  // tests above.
   auto r152 = validate("resnet152-dali-cpu.yaml");
   EXPECT_GT(at(r152, "resnet152-ddp-dali-cpu/ddp/1024/efficiency").abs_error, 0.05);
   auto native = validate("resnet50-native.yaml");
