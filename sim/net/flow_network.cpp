@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <stdexcept>
 
 namespace ddlsim {
 
@@ -167,8 +168,9 @@ void FlowNetwork::collect_component(Time now) {
   solve_component(now);
 }
 
-// Progressive filling: raise every unfixed flow's rate together; the first link to saturate (or flow to reach its
-// cap) fixes the flows that cross it; repeat with what is left. The result is the max-min fair allocation.
+// Progressive filling: raise every unfixed flow's rate together; the first link to saturate (or flow to reach
+// its cap) fixes the flows that cross it; repeat with what is left. The result is the max-min fair
+// allocation.
 void FlowNetwork::solve_component(Time now) {
   ++solves_;
   if (comp_flows_.size() == 1) {  // alone on its links: no sharing to solve
@@ -178,38 +180,72 @@ void FlowNetwork::solve_component(Time now) {
     set_rate(f, r, now);
     return;
   }
+  // Heap-driven rounds: a round takes every link whose fair share (residual / unfixed flows) is within a
+  // relative 1e-12 of the smallest, and every flow capped at or below it; their unfixed flows are fixed at
+  // that share. Shares of the other links only grow when flows are fixed below them, so the heap holds them
+  // lazily.
+  using Key = std::pair<double, LinkId>;
+  link_heap_.clear();
   for (LinkId lid : comp_links_) {
     Link& l = links_[lid];
     l.residual = l.capacity;
     l.unfixed = static_cast<uint32_t>(l.flows.size());
+    l.share = l.residual / l.unfixed;
+    link_heap_.push_back({l.share, lid});
   }
-  for (FlowId f : comp_flows_) flows_[f].fixed = false;
+  std::make_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
+  capped_.clear();
+  for (uint32_t i = 0; i < comp_flows_.size(); ++i) {
+    Flow& fl = flows_[comp_flows_[i]];
+    fl.fixed = false;
+    fl.comp_index = i;
+    if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(comp_flows_[i]);
+  }
+  std::sort(capped_.begin(), capped_.end(),
+            [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; });
+  size_t next_capped = 0;
   size_t left = comp_flows_.size();
   constexpr double kTie = 1e-12;
   std::vector<FlowId>& todo = bfs_flows_;  // reuse as scratch: empty here
-  while (left > 0) {
-    double share = std::numeric_limits<double>::infinity();
-    for (LinkId lid : comp_links_) {
-      const Link& l = links_[lid];
-      if (l.unfixed > 0) share = std::min(share, l.residual / l.unfixed);
+  auto valid_top = [&] {
+    while (!link_heap_.empty()) {
+      const Key& k = link_heap_.front();
+      const Link& l = links_[k.second];
+      if (l.unfixed > 0 && l.share == k.first) return true;
+      std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
+      link_heap_.pop_back();
     }
-    for (FlowId f : comp_flows_)
-      if (!flows_[f].fixed) share = std::min(share, flows_[f].cap);
+    return false;
+  };
+  while (left > 0) {
+    while (next_capped < capped_.size() && flows_[capped_[next_capped]].fixed) ++next_capped;
+    double share = std::numeric_limits<double>::infinity();
+    if (valid_top()) share = link_heap_.front().first;
+    if (next_capped < capped_.size()) share = std::min(share, flows_[capped_[next_capped]].cap);
     double limit = share * (1 + kTie);
     todo.clear();
-    for (FlowId f : comp_flows_) {
-      Flow& fl = flows_[f];
-      if (fl.fixed) continue;
-      bool bottlenecked = fl.cap <= limit;
-      for (size_t i = 0; !bottlenecked && i < fl.route.size(); ++i) {
-        const Link& l = links_[fl.route[i]];
-        bottlenecked = l.residual / l.unfixed <= limit;
+    for (size_t i = next_capped; i < capped_.size() && flows_[capped_[i]].cap <= limit; ++i)
+      if (!flows_[capped_[i]].fixed) {
+        flows_[capped_[i]].fixed = true;
+        todo.push_back(capped_[i]);
       }
-      if (bottlenecked) todo.push_back(f);
+    while (valid_top() && link_heap_.front().first <= limit) {
+      LinkId lid = link_heap_.front().second;
+      std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
+      link_heap_.pop_back();
+      for (FlowId f : links_[lid].flows)
+        if (!flows_[f].fixed) {
+          flows_[f].fixed = true;
+          todo.push_back(f);
+        }
     }
+    if (todo.empty())
+      throw std::logic_error("max-min solver: an unfixed flow crosses no link and has no cap");
+    // Same order as the component (deterministic floating-point sums, whatever order links were popped in).
+    std::sort(todo.begin(), todo.end(),
+              [&](FlowId a, FlowId b) { return flows_[a].comp_index < flows_[b].comp_index; });
     for (FlowId f : todo) {
       Flow& fl = flows_[f];
-      fl.fixed = true;
       for (LinkId lid : fl.route) {
         Link& l = links_[lid];
         l.residual = std::max(0.0, l.residual - share);
@@ -217,6 +253,17 @@ void FlowNetwork::solve_component(Time now) {
       }
       set_rate(f, share, now);
     }
+    for (FlowId f : todo)
+      for (LinkId lid : flows_[f].route) {
+        Link& l = links_[lid];
+        if (l.unfixed == 0) continue;
+        double s = l.residual / l.unfixed;
+        if (s != l.share) {
+          l.share = s;
+          link_heap_.push_back({s, lid});
+          std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
+        }
+      }
     left -= todo.size();
   }
   todo.clear();

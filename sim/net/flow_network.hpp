@@ -1,9 +1,10 @@
 #pragma once
-// Flow-level (fluid) network: directed links with a capacity; flows drain at their max-min fair share of every
-// link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a flow after
-// its route latency (see Engine). Rates are recomputed only for the flows connected (through shared links,
-// transitively) to the ones that started or ended since the last resolve(); flows started at the same instant are
-// solved together. Completion times live in a heap and are re-keyed lazily (stale entries carry an old version).
+// Flow-level (fluid) network: directed links with a capacity; flows drain at their max-min fair share of
+// every link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a
+// flow after its route latency (see Engine). Rates are recomputed only for the flows connected (through
+// shared links, transitively) to the ones that started or ended since the last resolve(); flows started at
+// the same instant are solved together. Completion times live in a heap and are re-keyed lazily (stale
+// entries carry an old version).
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -25,8 +26,8 @@ class FlowNetwork {
   Time route_latency(std::span<const LinkId> route) const;
   Rate route_capacity(std::span<const LinkId> route) const;  // the smallest capacity on the route
 
-  // Adds a flow of `bytes` over `route`, draining from `now`. rate_cap <= 0 means unbounded. `tag` is returned
-  // by pop_completion. The new rates take effect at the next resolve(now).
+  // Adds a flow of `bytes` over `route`, draining from `now`. rate_cap <= 0 means unbounded. `tag` is
+  // returned by pop_completion. The new rates take effect at the next resolve(now).
   FlowId add_flow(std::span<const LinkId> route, double bytes, double rate_cap, uint64_t tag, Time now);
   // Recomputes the rates of every flow connected to a flow added or removed since the last call.
   void resolve(Time now);
@@ -56,6 +57,7 @@ class FlowNetwork {
     uint32_t stamp = 0;
     bool dirty = false;
     double residual = 0;  // solver scratch
+    double share = 0;     // residual / unfixed when last pushed on the solver's heap
     uint32_t unfixed = 0;
   };
   struct Flow {
@@ -70,6 +72,7 @@ class FlowNetwork {
     uint64_t order = 0;  // creation order: ties in completion time break by it
     uint32_t version = 0;
     uint32_t stamp = 0;
+    uint32_t comp_index = 0;  // solver scratch: position in the component
     bool active = false;
     bool fixed = false;
   };
@@ -78,7 +81,9 @@ class FlowNetwork {
     uint64_t order;
     FlowId flow;
     uint32_t version;
-    bool operator>(const HeapEntry& o) const { return finish != o.finish ? finish > o.finish : order > o.order; }
+    bool operator>(const HeapEntry& o) const {
+      return finish != o.finish ? finish > o.finish : order > o.order;
+    }
   };
 
   void collect_component(Time now);
@@ -94,6 +99,8 @@ class FlowNetwork {
   std::vector<FlowId> comp_flows_;
   std::vector<LinkId> comp_links_;
   std::vector<FlowId> bfs_flows_;
+  std::vector<std::pair<double, LinkId>> link_heap_;  // solver scratch
+  std::vector<FlowId> capped_;                        // solver scratch: flows with a rate cap, by cap
   std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
   uint32_t stamp_ = 0;
   size_t active_ = 0;
