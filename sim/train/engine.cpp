@@ -331,6 +331,13 @@ bool Engine::try_fast_collective(TaskId t) {
   std::vector<int64_t> start(p, now_.picoseconds()), next(p), prev(p), arrive(p), send_end(p);
   std::vector<LinkId> touched_round;
   std::vector<Send> sends;
+  struct MessageShape {
+    uint32_t peer = UINT32_MAX;
+    double bytes = -1;
+    const std::vector<LinkId>* route = nullptr;
+    int64_t latency = 0, duration = 0;
+  };
+  std::vector<MessageShape> shapes(p);
   uint64_t messages = 0;
   bool ok = true;
   for (uint32_t s = 0; s < rounds && ok; ++s) {
@@ -350,13 +357,19 @@ bool Engine::try_fast_collective(TaskId t) {
             ok = false;
             break;
           }
-          Time latency;
-          double rate;
-          message_timing(src, dst, snd.bytes, latency, rate);
-          int64_t drain = start[r] + latency.picoseconds();
-          end = drain + (snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0);
+          // Most plans send the same message shape from a member round after round: remember its timing.
+          MessageShape& shape = shapes[r];
+          if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
+            Time latency;
+            double rate;
+            message_timing(src, dst, snd.bytes, latency, rate);
+            shape = {snd.peer, snd.bytes, &router_.route(src, dst), latency.picoseconds(),
+                     snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0};
+          }
+          int64_t drain = start[r] + shape.latency;
+          end = drain + shape.duration;
           if (snd.bytes > 0) {
-            for (LinkId l : router_.route(src, dst)) {
+            for (LinkId l : *shape.route) {
               if (drain < last_end_[l]) {
                 ok = false;
                 break;
