@@ -1,0 +1,69 @@
+// Training-step benchmarks: wall time of whole simulated ResNet-50 DDP runs (figures, never assertions).
+//   juwels-1024-{hierarchical,ring}  256 nodes x 4 A100 of JUWELS Booster (dragonfly+, contention through the
+//   flow
+//                                    model wherever links are shared), warm-up + 1 step, plus the 4-GPU
+//                                    reference
+//   fattree-16384-{hierarchical,ring} 4096 nodes of the same node type on a 3-level non-blocking HDR
+//   fat-tree,
+//                                    synthetic data (no file-system bound)
+// Columns: case, gpus, messages (collective messages simulated), flows (messages that went through the flow
+// model), wall_s, rss_MB (peak resident set so far).
+// Usage: bench_training [--quick]   (--quick: 64 and 1024 GPUs instead of 1024 and 16384)
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/train/training.hpp"
+
+namespace {
+
+using namespace ddlsim;
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+void run_case(const std::string& name, const std::string& file, int64_t nodes, const std::string& algorithm,
+              const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"workload.steps=1", "workload.warmup_steps=1",
+                                   "strategies=[{name: ddp, algorithm: " + algorithm + "}]"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  Scenario sc = load_scenario(file, sets);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<TrainingResult> r = run_training(sc, {nodes}, TrainingOptions{});
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s, %lld, %llu, %llu, %.3f, %.1f\n", name.c_str(), static_cast<long long>(r[0].gpus),
+              static_cast<unsigned long long>(r[0].stats.messages),
+              static_cast<unsigned long long>(r[0].stats.messages - r[0].stats.fast_messages), wall,
+              peak_rss_mb());
+  std::printf("  %s: step %.4f s, efficiency %.3f\n", name.c_str(), r[0].step_time_s, r[0].efficiency);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
+  std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
+  int64_t small = quick ? 16 : 256, big = quick ? 256 : 4096;
+  for (const char* a : {"hierarchical", "ring"})
+    run_case(std::string("juwels-") + std::to_string(small * 4) + "-" + a, juwels, small, a, {});
+  // The same nodes on a non-blocking 3-level fat-tree (20-port leaves x 20 leaves per pod), large enough for
+  // 4096.
+  std::vector<std::string> fat_tree = {
+      "cluster.max_nodes=4096", "workload.loader=synthetic",  // no shared file-system limit: comm decides
+      "cluster.network={kind: fat-tree, levels: 3, hosts_per_leaf: 20, leaves_per_pod: 20, "
+      "link: {bandwidth: 200Gb/s, latency: 130ns}}"};
+  for (const char* a : {"hierarchical", "ring"})
+    run_case(std::string("fattree-") + std::to_string(big * 4) + "-" + a, juwels, big, a, fat_tree);
+  return 0;
+}
