@@ -1,12 +1,14 @@
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
 
 namespace ddlsim::cli {
 
-bool CommonArgs::has_flag(const std::string& f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
+bool CommonArgs::has_flag(const std::string& f) const {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
 
 std::string CommonArgs::option(const std::string& key, const std::string& def) const {
   for (auto it = options.rbegin(); it != options.rend(); ++it)
@@ -53,11 +55,34 @@ CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<st
       if (i + 1 >= args.size()) throw InputError({}, "", fmt::format("option --{} needs a value", key));
       value = args[++i];
     }
-    if (key == "set") a.sets.push_back(value);
-    else if (key == "format") a.format = parse_format(value);
-    else a.options.emplace_back(key, value);
+    if (key == "set")
+      a.sets.push_back(value);
+    else if (key == "format")
+      a.format = parse_format(value);
+    else
+      a.options.emplace_back(key, value);
   }
   return a;
+}
+
+std::vector<int64_t> parse_count_list(const std::string& list, const std::string& flag) {
+  std::vector<int64_t> counts;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      counts.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError({flag, 0, 0}, "", fmt::format("\"{}\" is not a positive whole number", item));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return counts;
 }
 
 }  // namespace ddlsim::cli

@@ -25,10 +25,14 @@ struct CommonArgs {
 CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<std::string>& value_options,
                       const std::vector<std::string>& flag_options);
 
+// "4,8,16" -> {4, 8, 16}; InputError naming `flag` for anything but positive whole numbers.
+std::vector<int64_t> parse_count_list(const std::string& list, const std::string& flag);
+
 int run_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);
 int describe_command(const std::vector<std::string>& args);
 int validate_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
+int crossover_command(const std::vector<std::string>& args);
 
 }  // namespace ddlsim::cli

@@ -1,9 +1,10 @@
-// ddlsim: how fast will data-parallel training run on this cluster, with a parameter server or with allreduce?
+// ddlsim: how fast will data-parallel training run on this cluster, with a parameter server or with
+// allreduce?
+#include <yaml-cpp/exceptions.h>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
-#include <yaml-cpp/exceptions.h>
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
@@ -25,6 +26,8 @@ commands:
                              simulated vs measured scaling, with errors
   calibrate FILES... [--out FILE.yaml] [--check]
                              fit alpha/beta/gamma from kernel JSON, nccl-tests or OSU output
+  crossover SCENARIO.yaml [--nodes LIST] [--servers LIST]
+                             PS vs ring: servers needed to match ring, GPU count where ring overtakes PS
 
 Every command accepts --help. Exit status: 0 success, 1 runtime failure, 2 bad input or usage.
 )";
@@ -45,7 +48,9 @@ int main(int argc, char** argv) {
     if (command == "describe") return ddlsim::cli::describe_command(args);
     if (command == "validate") return ddlsim::cli::validate_command(args);
     if (command == "calibrate") return ddlsim::cli::calibrate_command(args);
-    std::fprintf(stderr, "ddlsim: unknown command \"%s\" (run, sweep, describe, validate, calibrate)\n",
+    if (command == "crossover") return ddlsim::cli::crossover_command(args);
+    std::fprintf(stderr,
+                 "ddlsim: unknown command \"%s\" (run, sweep, describe, validate, calibrate, crossover)\n",
                  command.c_str());
     return 2;
   } catch (const ddlsim::InputError& e) {

@@ -1,5 +1,5 @@
-#include <cstdio>
 #include <fmt/format.h>
+#include <cstdio>
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
@@ -11,7 +11,8 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kRunHelp = R"(usage: ddlsim run SCENARIO.yaml [--set dotted.key=value ...] [--format table|csv|json]
+constexpr const char* kRunHelp =
+    R"(usage: ddlsim run SCENARIO.yaml [--set dotted.key=value ...] [--format table|csv|json]
                   [--no-fast] [--stats] [--trace FILE.json]
 
 Simulates every strategy listed in the scenario at every node count in cluster.nodes (a number or a list).
@@ -49,10 +50,11 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
   if (sc.collective) {
-    report.title = fmt::format("{}: {} of {} on {}", sc.name, sc.collective_kind, format_bytes(Bytes{sc.bytes}),
-                               sc.cluster.name());
+    report.title = fmt::format("{}: {} of {} on {}", sc.name, sc.collective_kind,
+                               format_bytes(Bytes{sc.bytes}), sc.cluster.name());
     for (const StrategySpec& st : sc.strategies)
-      for (int64_t n : counts) report.results.push_back(collective_record(run_collective_workload(sc, st, n, opts), stats));
+      for (int64_t n : counts)
+        report.results.push_back(collective_record(run_collective_workload(sc, st, n, opts), stats));
   } else {
     TrainingOptions topts;
     topts.engine = opts;
@@ -78,30 +80,18 @@ int run_command(const std::vector<std::string>& args) {
 int sweep_command(const std::vector<std::string>& args) {
   CommonArgs a = parse_args(args, {"nodes", "trace"}, {"no-fast", "stats"});
   if (a.help) {
-    std::fputs("usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--set k=v] [--format table|csv|json]\n"
-               "Runs the scenario at each node count (same output as run); for Slurm arrays pass one count per task.\n",
-               stdout);
+    std::fputs(
+        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--set k=v] [--format table|csv|json]\n"
+        "Runs the scenario at each node count (same output as run); for Slurm arrays pass one count per "
+        "task.\n",
+        stdout);
     return 0;
   }
-  if (a.positional.size() != 1) throw InputError({}, "", "sweep needs exactly one scenario file (see --help)");
+  if (a.positional.size() != 1)
+    throw InputError({}, "", "sweep needs exactly one scenario file (see --help)");
   std::string list = a.option("nodes");
   if (list.empty()) throw InputError({"--nodes", 0, 0}, "", "sweep needs --nodes N[,N...]");
-  std::vector<int64_t> counts;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      size_t used = 0;
-      long long v = std::stoll(item, &used);
-      if (used != item.size() || v < 1) throw std::invalid_argument(item);
-      counts.push_back(v);
-    } catch (const std::exception&) {
-      throw InputError({"--nodes", 0, 0}, "", fmt::format("\"{}\" is not a positive node count", item));
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  std::vector<int64_t> counts = parse_count_list(list, "--nodes");
   return run_scenario(a.positional[0], a, &counts);
 }
 

@@ -1,0 +1,118 @@
+// `ddlsim crossover`: where a parameter server and an allreduce strategy of the same scenario trade places.
+#include <fmt/format.h>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/train/collective_workload.hpp"
+#include "sim/train/training.hpp"
+
+namespace ddlsim::cli {
+
+namespace {
+
+constexpr const char* kCrossoverHelp =
+    R"(usage: ddlsim crossover SCENARIO.yaml [--nodes 1,2,4,...] [--servers 1,2,4,...]
+                        [--set dotted.key=value ...] [--format table|csv|json]
+
+Compares the scenario's first parameter-server strategy (name: ps) with its first other strategy (ring, ddp, ...):
+at every node count (--nodes, default the scenario's cluster.nodes) it prints both times (collective time or step
+time), which is faster, and the fewest PS servers from --servers (default 1, 2, 4, ... up to twice the GPU count)
+whose time is at most the other strategy's. The notes say at which GPU count the other strategy overtakes PS.
+On a star with dedicated servers the bandwidth terms are PS 2·max(n/B, p·n/(k·B)) vs ring 2(p−1)/p·n/B, so PS
+needs k >= p servers to come within p/(p−1) of ring and only its fewer latencies (2 vs 2(p−1)) let it win.
+)";
+
+// Collective time or training step time of one strategy at one node count.
+double strategy_time(const Scenario& sc, const StrategySpec& st, int64_t nodes) {
+  if (sc.collective) return run_collective_workload(sc, st, nodes).time_s;
+  Scenario one = sc;
+  one.strategies = {st};
+  one.reference_gpus = sc.cluster.gpus_per_node() * nodes;  // no separate reference run needed
+  return run_training(one, {nodes}, TrainingOptions{})[0].step_time_s;
+}
+
+}  // namespace
+
+int crossover_command(const std::vector<std::string>& args) {
+  CommonArgs a = parse_args(args, {"nodes", "servers"}, {});
+  if (a.help) {
+    std::fputs(kCrossoverHelp, stdout);
+    return 0;
+  }
+  if (a.positional.size() != 1)
+    throw InputError({}, "", "crossover needs exactly one scenario file (see --help)");
+  const std::string path = a.positional[0];
+  Scenario sc = load_scenario(path, a.sets);
+  int ps = -1, other = -1;
+  for (size_t i = 0; i < sc.strategies.size(); ++i) {
+    if (sc.strategies[i].name == "ps" && ps < 0) ps = static_cast<int>(i);
+    if (sc.strategies[i].name != "ps" && other < 0) other = static_cast<int>(i);
+  }
+  if (ps < 0 || other < 0)
+    throw InputError({sc.file, 0, 0}, "strategies", "crossover needs a ps strategy and one other strategy");
+  std::vector<int64_t> counts =
+      a.option("nodes").empty() ? sc.cluster.node_counts() : parse_count_list(a.option("nodes"), "--nodes");
+  std::vector<int64_t> server_list;
+  if (!a.option("servers").empty()) server_list = parse_count_list(a.option("servers"), "--servers");
+  const StrategySpec& ring = sc.strategies[other];
+  const StrategySpec& ps_spec = sc.strategies[ps];
+
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  report.title = fmt::format("{}: {} vs {}", sc.name, ps_spec.label, ring.label);
+  int64_t overtakes = -1;
+  bool ps_was_faster = false;
+  for (int64_t n : counts) {
+    int64_t gpus = n * sc.cluster.gpus_per_node();
+    double t_ring = strategy_time(sc, ring, n), t_ps = strategy_time(sc, ps_spec, n);
+    std::vector<int64_t> ks = server_list;
+    if (ks.empty())
+      for (int64_t k = 1; k <= 2 * gpus; k *= 2) ks.push_back(k);
+    int64_t match = -1;
+    double best = std::numeric_limits<double>::infinity();
+    int64_t best_k = 0;
+    for (int64_t k : ks) {
+      // The same PS strategy with k servers: reload with an override so every check applies.
+      std::vector<std::string> sets = a.sets;
+      sets.push_back(fmt::format("strategies.{}.servers={}", ps, k));
+      Scenario with_k = load_scenario(path, sets);
+      double t = strategy_time(with_k, with_k.strategies[ps], n);
+      if (t < best) best = t, best_k = k;
+      if (t <= t_ring) {
+        match = k;
+        break;
+      }
+    }
+    if (t_ps <= t_ring)
+      ps_was_faster = true;
+    else if (ps_was_faster && overtakes < 0)
+      overtakes = gpus;
+    report.results.push_back({{"nodes", n},
+                              {"gpus", gpus},
+                              {ring.label + "_s", t_ring},
+                              {ps_spec.label + "_s", t_ps},
+                              {"faster", t_ps <= t_ring ? ps_spec.label : ring.label},
+                              {"servers_to_match", match},
+                              {"best_servers", best_k},
+                              {"best_ps_over_" + ring.label, best / t_ring}});
+  }
+  if (overtakes > 0)
+    report.notes.push_back(fmt::format("{} overtakes {} at {} GPUs", ring.label, ps_spec.label, overtakes));
+  else if (ps_was_faster)
+    report.notes.push_back(
+        fmt::format("{} is at least as fast as {} at every count", ps_spec.label, ring.label));
+  else
+    report.notes.push_back(fmt::format("{} is faster than {} at every count", ring.label, ps_spec.label));
+  report.notes.push_back(
+      "servers_to_match: fewest servers (from --servers) with PS time <= the other's; -1: none in the list; "
+      "best_servers: the fastest PS configuration tried and its time relative to the other strategy");
+  write_report(std::cout, a.format, report);
+  return 0;
+}
+
+}  // namespace ddlsim::cli
