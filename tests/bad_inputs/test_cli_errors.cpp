@@ -152,3 +152,25 @@ TEST(CliUsage, UnknownCommandAndOption) {
 }
 
 }  // namespace
+
+// `ddlsim validate` reads a measured CSV: a broken file is one line naming the file and line, exit 2.
+TEST(CliErrors, ValidateMeasuredCsvProblems) {
+  const std::string scenario = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
+  struct Case {
+    const char* file;
+    const char* where;
+    const char* fragment;
+  } cases[] = {{"measured_unterminated.csv", "measured_unterminated.csv:2:1: ", "unterminated quoted field"},
+               {"measured_bad_number.csv", "measured_bad_number.csv:2:1: gpus/value: ", "expected numbers"},
+               {"measured_short_row.csv", "measured_short_row.csv:2:1: ", "expected 7 fields"}};
+  for (const Case& c : cases) {
+    Outcome o = ddlsim("validate '" + scenario + "' --measured '" + data(c.file) + "'");
+    EXPECT_EQ(o.status, 2) << c.file << ": " << o.out;
+    EXPECT_EQ(lines(o.out), 1u) << o.out;
+    EXPECT_NE(o.out.find(c.where), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(c.fragment), std::string::npos) << o.out;
+  }
+  Outcome missing = ddlsim("validate '" + scenario + "'");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("--measured"), std::string::npos) << missing.out;
+}
