@@ -22,14 +22,13 @@
 namespace ddlsim {
 
 // The YAML text of a fit. `date` goes into the header comment only.
-std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files, const std::string& date);
+std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files,
+                             const std::string& date);
 
-// Reads a calibration document (a map with `comm:`) or a `comm:` map itself. Throws InputError at the offending key.
+// Reads a calibration document (a map with `comm:`) or a `comm:` map itself. Throws InputError at the
+// offending key.
 CommModel load_calibration(const YamlNode& node);
 CommModel load_calibration_file(const std::string& path);
-
-// One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
-CommClass parse_comm_ranges(const YamlNode& list);
 
 // Text for YAML quantities: "64KiB", "1.234567us", "9.87654321GB/s".
 std::string yaml_bytes(double bytes);

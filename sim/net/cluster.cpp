@@ -42,16 +42,6 @@ Time get_time(const YamlNode& n, const char* key) {
   return n.has(key) ? n[key].as_time() : Time();
 }
 
-CommRange parse_comm_range(const YamlNode& n, CommRange r) {
-  if (auto a = n.get("alpha")) r.alpha = a->as_time();
-  if (auto e = n.get("efficiency")) {
-    r.efficiency = e->as_fraction();
-    if (r.efficiency <= 0 || r.efficiency > 1) e->fail("efficiency must be in (0, 1]");
-  }
-  if (auto b = n.get("bandwidth")) r.bandwidth = b->as_rate().value;
-  return r;
-}
-
 // A link class is either flat keys (alpha_intra, efficiency_intra, bandwidth_intra) or a list of message-size
 // ranges (`intra: [{max_bytes: 2KiB, alpha: .., bandwidth: ..}, {alpha: .., bandwidth: ..}]`, the form
 // `ddlsim calibrate` writes); `base` is what a calibration file gave.
@@ -59,25 +49,7 @@ CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix, Comm
   if (auto list = comm.get(suffix)) {
     if (comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix))
       list->fail(fmt::format("give either {} or the flat *_{} keys, not both", suffix, suffix));
-    c.ranges.clear();
-    double prev = 0;
-    std::vector<YamlNode> items = list->elements();
-    for (size_t i = 0; i < items.size(); ++i) {
-      const YamlNode& it = items[i];
-      it.expect_keys({"max_bytes", "alpha", "bandwidth", "efficiency"});
-      CommRange r = parse_comm_range(it, CommRange{});
-      if (auto m = it.get("max_bytes")) {
-        r.max_bytes = m->as_bytes().value;
-        if (r.max_bytes <= prev) m->fail("ranges must be in increasing max_bytes order");
-        prev = r.max_bytes;
-      } else if (i + 1 != items.size()) {
-        it.fail("only the last range may omit max_bytes");
-      }
-      c.ranges.push_back(r);
-    }
-    if (c.ranges.empty()) list->fail("needs at least one range");
-    c.ranges.back().max_bytes = std::numeric_limits<double>::infinity();
-    return c;
+    return parse_comm_ranges(*list);
   }
   CommRange flat;
   if (auto a = comm.get("alpha_" + suffix)) flat.alpha = a->as_time();
@@ -104,6 +76,35 @@ std::string find_calibration_file(const YamlNode& node) {
 }
 
 }  // namespace
+
+CommClass parse_comm_ranges(const YamlNode& list) {
+  CommClass c;
+  c.ranges.clear();
+  std::vector<YamlNode> items = list.elements();
+  if (items.empty()) list.fail("list at least one range");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const YamlNode& n = items[i];
+    n.expect_keys({"max_bytes", "alpha", "bandwidth", "efficiency"});
+    CommRange r;
+    bool last = i + 1 == items.size();
+    if (auto mb = n.get("max_bytes")) {
+      if (last) mb->fail("the last range must not have max_bytes: it covers every larger message");
+      r.max_bytes = mb->as_bytes().value;
+      if (!c.ranges.empty() && r.max_bytes <= c.ranges.back().max_bytes)
+        mb->fail("ranges must be sorted by increasing max_bytes");
+    } else if (!last) {
+      n.fail("missing required key \"max_bytes\" (every range but the last has one)");
+    }
+    if (auto a = n.get("alpha")) r.alpha = a->as_time();
+    if (auto b = n.get("bandwidth")) r.bandwidth = b->as_rate().value;
+    if (auto e = n.get("efficiency")) {
+      r.efficiency = e->as_fraction();
+      if (r.efficiency <= 0 || r.efficiency > 1) e->fail("efficiency must be in (0, 1]");
+    }
+    c.ranges.push_back(r);
+  }
+  return c;
+}
 
 CommModel parse_comm_model(const YamlNode& comm) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",

@@ -1,7 +1,7 @@
 #pragma once
-// A cluster built from its YAML description: the topology graph (node interiors + fabric), the GPU endpoints in
-// rank order (node-major, so a node's ranks are adjacent in rings), CPUs for parameter servers, the GPU model and
-// the communication software model.
+// A cluster built from its YAML description: the topology graph (node interiors + fabric), the GPU endpoints
+// in rank order (node-major, so a node's ranks are adjacent in rings), CPUs for parameter servers, the GPU
+// model and the communication software model.
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,5 +52,7 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
 
 // Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel.
 CommModel parse_comm_model(const YamlNode& comm);
+// One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
+CommClass parse_comm_ranges(const YamlNode& list);
 
 }  // namespace ddlsim
