@@ -299,9 +299,9 @@ struct Built {
   std::vector<std::vector<TaskId>> step_end;  // [worker][step]
   TaskId broadcast = 0;
   double broadcast_bytes = 0;
-  // (collective, the task after which worker 0 launches it): a collective kernel is busy on worker 0 from its
-  // local launch to the end, waiting for late peers included, as profilers count NCCL kernel time.
-  std::vector<std::pair<TaskId, TaskId>> launches;
+  // (collective, the task after which each worker launches it): a collective kernel is busy on a worker from
+  // its local launch to the end, waiting for late peers included, as profilers count NCCL kernel time.
+  std::vector<std::pair<TaskId, std::vector<TaskId>>> launches;
 };
 
 class Builder {
@@ -460,7 +460,10 @@ class Builder {
                            k, g.label("horovod negotiation"));
       }
       TaskId coll = collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce");
-      launches_.push_back({coll, gate != UINT32_MAX ? gate : seg[0][b]});
+      std::vector<TaskId> launch(p_, gate);
+      if (gate == UINT32_MAX)
+        for (uint32_t w = 0; w < p_; ++w) launch[w] = seg[w][b];
+      launches_.push_back({coll, std::move(launch)});
       for (uint32_t w = 0; w < p_; ++w) g.depend(seg[w][b], gate != UINT32_MAX ? gate : coll);
       if (gate != UINT32_MAX) g.depend(gate, coll);
       if (!prev_collective.empty()) g.depend(prev_collective.back(), gate != UINT32_MAX ? gate : coll);
@@ -479,7 +482,7 @@ class Builder {
       for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
       TaskId ag = collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params");
       for (uint32_t w = 0; w < p_; ++w) g.depend(upd[w], ag);
-      launches_.push_back({ag, upd[0]});
+      launches_.push_back({ag, upd});
       prev_collective.assign(1, ag);
       for (uint32_t w = 0; w < p_; ++w) prev_end[w] = ag;
       return;
@@ -550,7 +553,7 @@ class Builder {
   std::vector<std::pair<double, double>> layer_time_;
   std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
   std::vector<TaskId> ps_barrier_;
-  std::vector<std::pair<TaskId, TaskId>> launches_;
+  std::vector<std::pair<TaskId, std::vector<TaskId>>> launches_;
 };
 
 struct RunOutput {
@@ -594,7 +597,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   r.time_to_train_s = steps_per_epoch * wl.epochs * r.step_time_s + broadcast + checkpoints;
   // Shares over worker 0's measured window.
   Time lo = rec[built.step_end[0][w0]].end, hi = rec[built.step_end[0][w1]].end;
-  std::vector<Interval> compute, comm, io, allreduce;
+  std::vector<Interval> compute, comm, io;
   const TaskGraph& g = built.graph;
   for (TaskId t = 0; t < g.size(); ++t) {
     const Task& task = g.task(t);
@@ -611,9 +614,6 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
         io.push_back(iv);
     }
   }
-  for (auto [coll, launch] : built.launches)
-    if (rec[coll].end > lo && rec[launch].end < hi)
-      allreduce.push_back({std::min(rec[launch].end, rec[coll].start), rec[coll].end});
   double window = (hi - lo).seconds();
   double c = union_length(compute, lo, hi);
   std::vector<Interval> cc = compute;
@@ -627,9 +627,24 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
     r.share_communication = (c_comm - c) / window;
     r.share_io = (c_all - c_comm) / window;
     r.share_idle = 1 - c_all / window;
-    r.busy_allreduce = union_length(st.kind == "ps" ? comm : allreduce, lo, hi) / window;
+    r.busy_allreduce = st.kind == "ps" ? union_length(comm, lo, hi) / window : 0;
     r.busy_data = union_length(io, lo, hi) / window;
     r.busy_compute = c / window;
+  }
+  // Collective kernel busy share, averaged over workers (each over its own measured window): one worker's
+  // view depends on whether it happens to be early (waits inside the kernel) or the straggler.
+  if (st.kind != "ps" && !built.launches.empty()) {
+    double sum = 0;
+    std::vector<Interval> busy;
+    for (uint32_t w = 0; w < p; ++w) {
+      Time wlo = rec[built.step_end[w][w0]].end, whi = rec[built.step_end[w][w1]].end;
+      busy.clear();
+      for (const auto& [coll, launch] : built.launches)
+        if (rec[coll].end > wlo && rec[launch[w]].end < whi)
+          busy.push_back({std::min(rec[launch[w]].end, rec[coll].start), rec[coll].end});
+      if (whi > wlo) sum += union_length(busy, wlo, whi) / (whi - wlo).seconds();
+    }
+    r.busy_allreduce = sum / p;
   }
   r.stats = engine.stats();
   if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);

@@ -30,8 +30,8 @@ struct TrainingResult {
   // Wall-time split of a step from worker 0's view: compute, exposed communication, I/O (exposed loader
   // wait), idle (waiting for stragglers / coordination). Sums to 1.
   double share_compute = 0, share_communication = 0, share_io = 0, share_idle = 0;
-  // Share of time during which a kind of kernel runs (overlapping, as Aach et al. Table 2): allreduce busy,
-  // data loading busy, compute busy.
+  // Share of time during which a kind of kernel runs (overlapping, as Aach et al. Table 2): allreduce busy
+  // (from each launch to the collective's end, averaged over workers), data loading busy, compute busy.
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
   EngineStats stats;
 };
