@@ -54,7 +54,6 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
   f.tag = tag;
   f.order = next_order_++;
   f.active = true;
-  ++f.version;
   ++active_;
   ++flows_started_;
   new_flows_.push_back(id);
@@ -62,24 +61,58 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
 }
 
 Time FlowNetwork::next_completion() {
-  drop_stale();
-  return heap_.empty() ? Time::max() : heap_.top().finish;
+  return heap_.empty() ? Time::max() : flows_[heap_.front()].finish;
 }
 
-void FlowNetwork::drop_stale() {
-  while (!heap_.empty()) {
-    const HeapEntry& e = heap_.top();
-    const Flow& f = flows_[e.flow];
-    if (f.active && f.version == e.version) return;
-    heap_.pop();
+// Completion heap: a binary heap of flow ids ordered by (finish, creation order), each flow at most once, its
+// position kept in the flow so a rate change re-keys it in place.
+bool FlowNetwork::earlier(FlowId a, FlowId b) const {
+  const Flow& x = flows_[a];
+  const Flow& y = flows_[b];
+  return x.finish != y.finish ? x.finish < y.finish : x.order < y.order;
+}
+
+void FlowNetwork::heap_place(size_t i, FlowId id) {
+  heap_[i] = id;
+  flows_[id].heap_pos = static_cast<uint32_t>(i);
+}
+
+void FlowNetwork::heap_sift(size_t i) {
+  FlowId id = heap_[i];
+  while (i > 0 && earlier(id, heap_[(i - 1) / 2])) {
+    heap_place(i, heap_[(i - 1) / 2]);
+    i = (i - 1) / 2;
   }
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= heap_.size()) break;
+    if (c + 1 < heap_.size() && earlier(heap_[c + 1], heap_[c])) ++c;
+    if (!earlier(heap_[c], id)) break;
+    heap_place(i, heap_[c]);
+    i = c;
+  }
+  heap_place(i, id);
+}
+
+void FlowNetwork::heap_update(FlowId id) {
+  Flow& f = flows_[id];
+  if (f.heap_pos == kNotInHeap) {
+    heap_.push_back(id);
+    f.heap_pos = static_cast<uint32_t>(heap_.size() - 1);
+  }
+  heap_sift(f.heap_pos);
 }
 
 uint64_t FlowNetwork::pop_completion() {
-  drop_stale();
   assert(!heap_.empty());
-  FlowId id = heap_.top().flow;
-  heap_.pop();
+  FlowId id = heap_.front();
+  FlowId last = heap_.back();
+  heap_.pop_back();
+  flows_[id].heap_pos = kNotInHeap;
+  if (last != id) {
+    heap_place(0, last);
+    heap_sift(0);
+  }
   Flow& f = flows_[id];
   for (size_t i = 0; i < f.route.size(); ++i) {
     Link& l = links_[f.route[i]];
@@ -101,7 +134,6 @@ uint64_t FlowNetwork::pop_completion() {
     }
   }
   f.active = false;
-  ++f.version;
   --active_;
   free_flows_.push_back(id);
   return f.tag;
@@ -116,8 +148,7 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
   if (rate == f.rate && f.finish != Time::max()) return;  // unchanged: the heap entry is still right
   f.rate = rate;
   f.finish = now + Time::from_seconds(f.remaining / rate);
-  ++f.version;
-  heap_.push(HeapEntry{f.finish, f.order, id, f.version});
+  heap_update(id);
 }
 
 void FlowNetwork::resolve(Time now) {
@@ -198,7 +229,6 @@ void FlowNetwork::solve_component(Time now) {
   for (uint32_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& fl = flows_[comp_flows_[i]];
     fl.fixed = false;
-    fl.comp_index = i;
     if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(comp_flows_[i]);
   }
   std::sort(capped_.begin(), capped_.end(),
@@ -241,29 +271,26 @@ void FlowNetwork::solve_component(Time now) {
     }
     if (todo.empty())
       throw std::logic_error("max-min solver: an unfixed flow crosses no link and has no cap");
-    // Same order as the component (deterministic floating-point sums, whatever order links were popped in).
-    std::sort(todo.begin(), todo.end(),
-              [&](FlowId a, FlowId b) { return flows_[a].comp_index < flows_[b].comp_index; });
-    for (FlowId f : todo) {
-      Flow& fl = flows_[f];
-      for (LinkId lid : fl.route) {
-        Link& l = links_[lid];
-        l.residual = std::max(0.0, l.residual - share);
-        --l.unfixed;
-      }
-      set_rate(f, share, now);
-    }
+    // Each link loses share once per flow fixed on it: one multiplication per link keeps the sums independent
+    // of the order in which links were popped.
+    touched_links_.clear();
     for (FlowId f : todo)
-      for (LinkId lid : flows_[f].route) {
-        Link& l = links_[lid];
-        if (l.unfixed == 0) continue;
-        double s = l.residual / l.unfixed;
-        if (s != l.share) {
-          l.share = s;
-          link_heap_.push_back({s, lid});
-          std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
-        }
+      for (LinkId lid : flows_[f].route)
+        if (links_[lid].fixing++ == 0) touched_links_.push_back(lid);
+    for (FlowId f : todo) set_rate(f, share, now);
+    for (LinkId lid : touched_links_) {
+      Link& l = links_[lid];
+      l.residual = std::max(0.0, l.residual - share * l.fixing);
+      l.unfixed -= l.fixing;
+      l.fixing = 0;
+      if (l.unfixed == 0) continue;
+      double sh = l.residual / l.unfixed;
+      if (sh != l.share) {
+        l.share = sh;
+        link_heap_.push_back({sh, lid});
+        std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
       }
+    }
     left -= todo.size();
   }
   todo.clear();

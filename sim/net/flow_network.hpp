@@ -3,8 +3,8 @@
 // every link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a
 // flow after its route latency (see Engine). Rates are recomputed only for the flows connected (through
 // shared links, transitively) to the ones that started or ended since the last resolve(); flows started at
-// the same instant are solved together. Completion times live in a heap and are re-keyed lazily (stale
-// entries carry an old version).
+// the same instant are solved together. Completion times live in an indexed heap, re-keyed in place when a
+// rate changes.
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -50,6 +50,7 @@ class FlowNetwork {
   uint64_t component_solves() const { return solves_; }
 
  private:
+  static constexpr uint32_t kNotInHeap = UINT32_MAX;
   struct Link {
     double capacity = 0;
     Time latency;
@@ -59,6 +60,7 @@ class FlowNetwork {
     double residual = 0;  // solver scratch
     double share = 0;     // residual / unfixed when last pushed on the solver's heap
     uint32_t unfixed = 0;
+    uint32_t fixing = 0;  // solver scratch: flows fixed on this link in the current round
   };
   struct Flow {
     std::vector<LinkId> route;
@@ -70,26 +72,18 @@ class FlowNetwork {
     Time finish = Time::max();
     uint64_t tag = 0;
     uint64_t order = 0;  // creation order: ties in completion time break by it
-    uint32_t version = 0;
+    uint32_t heap_pos = kNotInHeap;
     uint32_t stamp = 0;
-    uint32_t comp_index = 0;  // solver scratch: position in the component
     bool active = false;
     bool fixed = false;
   };
-  struct HeapEntry {
-    Time finish;
-    uint64_t order;
-    FlowId flow;
-    uint32_t version;
-    bool operator>(const HeapEntry& o) const {
-      return finish != o.finish ? finish > o.finish : order > o.order;
-    }
-  };
-
   void collect_component(Time now);
   void solve_component(Time now);
   void set_rate(FlowId f, double rate, Time now);
-  void drop_stale();
+  bool earlier(FlowId a, FlowId b) const;
+  void heap_place(size_t i, FlowId id);
+  void heap_sift(size_t i);
+  void heap_update(FlowId id);
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
@@ -100,8 +94,10 @@ class FlowNetwork {
   std::vector<LinkId> comp_links_;
   std::vector<FlowId> bfs_flows_;
   std::vector<std::pair<double, LinkId>> link_heap_;  // solver scratch
-  std::vector<FlowId> capped_;                        // solver scratch: flows with a rate cap, by cap
-  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
+  std::vector<FlowId> capped_;
+  std::vector<LinkId> touched_links_;  // solver scratch                        // solver scratch: flows with
+                                       // a rate cap, by cap
+  std::vector<FlowId> heap_;           // completion order (see earlier())
   uint32_t stamp_ = 0;
   size_t active_ = 0;
   uint64_t next_order_ = 0;
