@@ -231,8 +231,10 @@ void FlowNetwork::solve_component(Time now) {
     fl.fixed = false;
     if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(comp_flows_[i]);
   }
-  std::sort(capped_.begin(), capped_.end(),
-            [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; });
+  // Usually every cap is the same (one NIC type): sort only when they differ.
+  auto by_cap = [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; };
+  if (!std::is_sorted(capped_.begin(), capped_.end(), by_cap))
+    std::sort(capped_.begin(), capped_.end(), by_cap);
   size_t next_capped = 0;
   size_t left = comp_flows_.size();
   constexpr double kTie = 1e-12;
