@@ -224,8 +224,11 @@ int validate_command(const std::vector<std::string>& args) {
     report.notes.push_back(fmt::format("{}: {} points, mean {} error {:.3f}, max {:.3f} ({})", group, s.n,
                                        s.relative ? "relative" : "absolute", s.sum / s.n, s.worst, s.where));
   report.notes.push_back(
-      "not held: share_data (the simulator's loader busy time is host-side work, not DALI's GPU kernels) and "
-      "share_cudnn (the simulator counts all compute, not only cuDNN kernels)");
+      "not held: share_data (the simulator counts only GPU-side data work, DALI-GPU preprocessing; the "
+      "measured "
+      "DALI-CPU and native shares are copies and GPU ops it does not model) and share_cudnn (the simulator "
+      "counts all "
+      "compute, not only cuDNN kernels)");
   if (skipped > 0)
     report.notes.push_back(fmt::format(
         "{} matching rows skipped (quantity not simulated or GPU count not a whole node)", skipped));

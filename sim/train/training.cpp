@@ -299,6 +299,7 @@ struct Built {
   std::vector<std::vector<TaskId>> step_end;  // [worker][step]
   TaskId broadcast = 0;
   double broadcast_bytes = 0;
+  uint32_t preprocessing_label = 0;  // GPU-side data work (DALI on the GPU)
   // (collective, the task after which each worker launches it): a collective kernel is busy on a worker from
   // its local launch to the end, waiting for late peers included, as profilers count NCCL kernel time.
   std::vector<std::pair<TaskId, std::vector<TaskId>>> launches;
@@ -375,6 +376,7 @@ class Builder {
       for (uint32_t w = 0; w < p_; ++w) out.step_end[w].push_back(prev_end[w]);
     }
     out.launches = std::move(launches_);
+    out.preprocessing_label = l_pre;
     return out;
   }
 
@@ -597,7 +599,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   r.time_to_train_s = steps_per_epoch * wl.epochs * r.step_time_s + broadcast + checkpoints;
   // Shares over worker 0's measured window.
   Time lo = rec[built.step_end[0][w0]].end, hi = rec[built.step_end[0][w1]].end;
-  std::vector<Interval> compute, comm, io;
+  std::vector<Interval> compute, comm, io, gpu_data;
   const TaskGraph& g = built.graph;
   for (TaskId t = 0; t < g.size(); ++t) {
     const Task& task = g.task(t);
@@ -606,7 +608,9 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
     if (task.kind == TaskKind::Collective) {
       comm.push_back(iv);
     } else if (task.worker == 0 || task.worker < 0) {
-      if (task.category == Category::Compute)
+      if (task.category == Category::Compute && task.label == built.preprocessing_label)
+        gpu_data.push_back(iv);
+      else if (task.category == Category::Compute)
         compute.push_back(iv);
       else if (task.category == Category::Communication)
         comm.push_back(iv);
@@ -621,6 +625,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   double c_comm = union_length(cc, lo, hi);
   std::vector<Interval> all = cc;
   all.insert(all.end(), io.begin(), io.end());
+  all.insert(all.end(), gpu_data.begin(), gpu_data.end());
   double c_all = union_length(all, lo, hi);
   if (window > 0) {
     r.share_compute = c / window;
@@ -628,7 +633,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
     r.share_io = (c_all - c_comm) / window;
     r.share_idle = 1 - c_all / window;
     r.busy_allreduce = st.kind == "ps" ? union_length(comm, lo, hi) / window : 0;
-    r.busy_data = union_length(io, lo, hi) / window;
+    r.busy_data = union_length(gpu_data, lo, hi) / window;
     r.busy_compute = c / window;
   }
   // Collective kernel busy share, averaged over workers (each over its own measured window): one worker's

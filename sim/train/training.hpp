@@ -28,10 +28,11 @@ struct TrainingResult {
   double global_batch = 0;
   double learning_rate_scale = 0;  // linear LR-scaling rule: global batch / reference global batch
   // Wall-time split of a step from worker 0's view: compute, exposed communication, I/O (exposed loader
-  // wait), idle (waiting for stragglers / coordination). Sums to 1.
+  // wait and GPU preprocessing), idle (waiting for stragglers / coordination). Sums to 1.
   double share_compute = 0, share_communication = 0, share_io = 0, share_idle = 0;
   // Share of time during which a kind of kernel runs (overlapping, as Aach et al. Table 2): allreduce busy
-  // (from each launch to the collective's end, averaged over workers), data loading busy, compute busy.
+  // (from each launch to the collective's end, averaged over workers), data work on the GPU (DALI-GPU
+  // preprocessing; host-side loader threads run no GPU kernels), compute busy; the last two on worker 0.
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
   EngineStats stats;
 };
