@@ -1,0 +1,63 @@
+// Every shipped topology loads, routes and moves data at its stated rates. Ring allreduce of n bytes over p
+// ranks through one NIC per node: busbw = 2(p−1)/p·n / T and T >= 2(p−1)/p·n / (B·e) for the slowest hop B on
+// the ring with the per-flow efficiency e, so busbw <= B·e; for 256 MB the latency terms are < 3% of T on
+// these systems, so busbw also stays within 10% of B·e.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/io/scenario.hpp"
+#include "sim/train/collective_workload.hpp"
+
+using namespace ddlsim;
+
+namespace {
+
+struct Shipped {
+  const char* name;
+  double nic_rate;    // bytes/s per NIC port (the topology's link bandwidth)
+  double efficiency;  // comm.efficiency_inter
+};
+
+constexpr Shipped kTopologies[] = {
+    {"juwels-booster", 25e9, 0.9},   {"alps-gh200", 25e9, 0.9},           {"lumi-g", 25e9, 0.85},
+    {"frontier", 25e9, 0.85},        {"dgx-a100-hdr-fattree", 25e9, 0.9}, {"ethernet-25g", 3.125e9, 0.7},
+    {"ethernet-100g", 12.5e9, 0.65},
+};
+
+Scenario scenario_for(const std::string& topology, const std::string& strategies) {
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("ddlsim-shipped-" + topology + ".yaml")).string();
+  std::ofstream(path) << "name: shipped\ncluster: {topology: " << DDLSIM_SOURCE_DIR << "/topologies/"
+                      << topology
+                      << ".yaml, nodes: 2}\nworkload: {collective: allreduce, bytes: 256MB}\nstrategies: "
+                      << strategies << "\n";
+  return load_scenario(path, {});
+}
+
+}  // namespace
+
+TEST(ShippedTopologies, RingBusBandwidthIsTheNicRate) {
+  for (const Shipped& t : kTopologies) {
+    SCOPED_TRACE(t.name);
+    Scenario sc = scenario_for(t.name, "[ring]");
+    CollectiveResult r = run_collective_workload(sc, sc.strategies[0], 2);
+    double bound = t.nic_rate * t.efficiency;
+    EXPECT_LE(r.busbw, bound * (1 + 1e-9));
+    EXPECT_GE(r.busbw, 0.9 * bound);
+  }
+}
+
+TEST(ShippedTopologies, DedicatedParameterServerIncast) {
+  // p workers push n to k = 1 dedicated server and pull it back through the server's one link. Efficiency e
+  // caps one flow; p flows together fill the link: T = 2·p·n / B + latencies (µs, below the 1% tolerance).
+  for (const Shipped& t : kTopologies) {
+    SCOPED_TRACE(t.name);
+    Scenario sc = scenario_for(t.name, "[{name: ps, servers: 1, placement: dedicated}]");
+    CollectiveResult r = run_collective_workload(sc, sc.strategies[0], 2);
+    double want = 2 * static_cast<double>(r.gpus) * 256e6 / t.nic_rate;
+    EXPECT_NEAR(r.time_s, want, want * 0.01);
+  }
+}
