@@ -1,0 +1,96 @@
+// Training steps where the answer is a formula. Star of p = 4 GPUs (each its own host), links B = 25 GB/s
+// with 1 us latency (route host-switch-host: l = 2 us), no software overhead, A100 FP32 peak 19.5 TFLOP/s at
+// efficiency 1, batch 1, synthetic data, no jitter. Model: 4 layers of P = 2.5e6 parameters (10 MB of FP32
+// gradients each) and 19.5 GFLOP forward per sample each, so forward = 1 ms and backward = 2 ms per layer.
+// Optimizer update: 16 bytes per parameter through 1555 GB/s of HBM: 4P·16 / 1555e9.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/io/scenario.hpp"
+#include "sim/train/training.hpp"
+
+using namespace ddlsim;
+
+namespace {
+
+constexpr double kLink = 2e-6, kB = 25e9, kP = 2.5e6, kLayerGrad = kP * 4;
+constexpr double kForward = 4e-3, kBackward = 8e-3, kUpdate = 4 * kP * 16 / 1555e9;
+
+double ring(double p, double n) {
+  return 2 * (p - 1) * (kLink + n / (p * kB));
+}
+
+TrainingResult run(const std::string& strategies, const std::string& extra_workload = "", int nodes = 4) {
+  std::string path = (std::filesystem::temp_directory_path() / "ddlsim-training-closed-forms.yaml").string();
+  std::ofstream(path) << "name: t\n"
+                         "cluster: {nodes: "
+                      << nodes
+                      << ", gpus_per_node: 1, gpu: a100-40gb,\n"
+                         "  network: {kind: star, link: {bandwidth: 25GB/s, latency: 1us}}}\n"
+                         "workload:\n"
+                         "  model:\n"
+                         "    name: four-layers\n"
+                         "    layers:\n"
+                         "      - {name: l0, params: 2500000, forward_flops: 19.5GFLOP}\n"
+                         "      - {name: l1, params: 2500000, forward_flops: 19.5GFLOP}\n"
+                         "      - {name: l2, params: 2500000, forward_flops: 19.5GFLOP}\n"
+                         "      - {name: l3, params: 2500000, forward_flops: 19.5GFLOP}\n"
+                         "  batch_per_gpu: 1\n"
+                         "  precision: fp32\n"
+                         "  compute: {efficiency: 1}\n"
+                         "  steps: 3\n"
+                      << extra_workload << "strategies: " << strategies << "\n";
+  Scenario sc = load_scenario(path, {});
+  return run_training(sc, {nodes}, TrainingOptions{})[0];
+}
+
+}  // namespace
+
+TEST(TrainingClosedForms, NoOverlapIsComputePlusAllreducePlusUpdate) {
+  // `ring` synchronises once after backward: step = forward + backward + ring(4 x 10 MB) + update.
+  TrainingResult r = run("[ring]");
+  double want = kForward + kBackward + ring(4, 4 * kLayerGrad) + kUpdate;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
+TEST(TrainingClosedForms, DdpHidesEveryBucketButTheLast) {
+  // One 10 MB bucket per layer; each allreduce (ring(4, 10 MB) = 612 us) finishes during the next layer's 2
+  // ms of backward, so only the last bucket's allreduce is exposed: step = forward + backward + ring(10 MB) +
+  // update.
+  TrainingResult r = run("[{name: ddp, bucket_size: 10MB, first_bucket: 10MB}]");
+  double want = kForward + kBackward + ring(4, kLayerGrad) + kUpdate;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+  // ...and DDP's default 25 MB buckets (1 MB first): layer 3 alone, then layers 0-2 together (30 MB) after
+  // the whole backward: step = forward + backward + ring(30 MB) + update (the 10 MB one hides behind layer
+  // 2).
+  TrainingResult d = run("[ddp]");
+  double want_default = kForward + kBackward + ring(4, 3 * kLayerGrad) + kUpdate;
+  EXPECT_NEAR(d.step_time_s, want_default, want_default * 1e-6);
+}
+
+TEST(TrainingClosedForms, EfficiencyAndThroughputDefinitions) {
+  // throughput = p·batch / step; E_G = (throughput_p / throughput_ref) / (p / p_ref), here p_ref = p (the
+  // smallest count simulated), so E = 1 and the linear LR rule scales by 1.
+  TrainingResult r = run("[ring]");
+  EXPECT_NEAR(r.throughput, 4 / r.step_time_s, 1e-9);
+  EXPECT_DOUBLE_EQ(r.efficiency, 1);
+  EXPECT_DOUBLE_EQ(r.learning_rate_scale, 1);
+}
+
+TEST(TrainingClosedForms, StragglersHurtSyncMoreThanBoundedStaleness) {
+  // Lognormal per-worker, per-step jitter (cv 0.3) on compute: a synchronous step waits for the slowest of p
+  // workers, a bounded-staleness PS (SSP, s = 2) lets the fast ones run ahead, so its mean step stays nearer
+  // the mean compute time.
+  const std::string jitter = "  jitter: {distribution: lognormal, cv: 0.3}\n";
+  double sync = run("[{name: ps, servers: 2, placement: dedicated, mode: sync}]", jitter, 8).step_time_s;
+  double ssp =
+      run("[{name: ps, servers: 2, placement: dedicated, mode: ssp, staleness: 2}]", jitter, 8).step_time_s;
+  double ddp = run("[ddp]", jitter, 8).step_time_s;
+  double calm = run("[{name: ps, servers: 2, placement: dedicated, mode: sync}]", "", 8).step_time_s;
+  EXPECT_GT(sync, 1.05 * ssp);
+  EXPECT_GT(ddp, 1.05 * ssp);
+  EXPECT_GT(sync, calm);
+}
