@@ -31,9 +31,30 @@ Engine::Engine(const Topology& topo, const CommModel& comm, const TaskGraph& gra
   parts_left_.resize(graph.size());
   resource_busy_.resize(graph.resource_count());
   resource_queue_.resize(graph.resource_count());
+  if (graph.collective_compute_slowdown > 0) {
+    for (TaskId t = 0; t < graph.size(); ++t) {
+      const Task& task = graph.task(t);
+      if (task.kind != TaskKind::Collective) continue;
+      const std::vector<TaskId>& launch = graph.collectives()[task.collective].launch;
+      for (uint32_t m = 0; m < launch.size(); ++m) launches_[launch[m]].push_back(m);
+      if (launch.size() > resident_.size()) {
+        resident_.resize(launch.size());
+        resident_since_.resize(launch.size());
+        resident_total_.resize(launch.size());
+      }
+    }
+    resident_at_start_.resize(graph.size());
+    extended_.resize(graph.size());
+  }
 }
 
 Engine::~Engine() = default;
+
+int64_t Engine::resident_time(int32_t worker) const {
+  size_t w = static_cast<size_t>(worker);
+  if (w >= resident_.size()) return 0;
+  return resident_total_[w] + (resident_[w] > 0 ? now_.picoseconds() - resident_since_[w] : 0);
+}
 
 void Engine::schedule(Time t, EventKind kind, uint32_t a, uint32_t b) {
   queue_.push(Event{t, seq_++, kind, a, b});
@@ -77,6 +98,18 @@ Time Engine::run() {
 void Engine::handle(const Event& e) {
   switch (e.kind) {
     case EventKind::TaskEnd:
+      if (!resident_.empty() && graph_.task(e.a).kind == TaskKind::Compute && graph_.task(e.a).worker >= 0 &&
+          !extended_[e.a]) {
+        // Compute that ran while collective kernels were resident on its GPU takes longer by slowdown x
+        // overlap (the overlap during the extension itself is not counted again).
+        int64_t overlap = resident_time(graph_.task(e.a).worker) - resident_at_start_[e.a];
+        Time extra = Time::from_seconds(graph_.collective_compute_slowdown * Time::ps(overlap).seconds());
+        extended_[e.a] = true;
+        if (extra > Time()) {
+          schedule(now_ + extra, EventKind::TaskEnd, e.a);
+          break;
+        }
+      }
       finish(e.a);
       break;
     case EventKind::FlowStart: {
@@ -112,6 +145,9 @@ void Engine::start(TaskId t) {
   records_[t].start = now_;
   switch (task.kind) {
     case TaskKind::Compute:
+      if (!resident_.empty() && task.worker >= 0) resident_at_start_[t] = resident_time(task.worker);
+      schedule(now_ + task.duration, EventKind::TaskEnd, t);
+      break;
     case TaskKind::Delay:
       schedule(now_ + task.duration, EventKind::TaskEnd, t);
       break;
@@ -126,6 +162,15 @@ void Engine::start(TaskId t) {
 
 void Engine::finish(TaskId t) {
   records_[t].end = now_;
+  if (!launches_.empty()) {
+    if (auto it = launches_.find(t); it != launches_.end())
+      for (uint32_t m : it->second)
+        if (resident_[m]++ == 0) resident_since_[m] = now_.picoseconds();
+    const Task& task = graph_.task(t);
+    if (task.kind == TaskKind::Collective)
+      for (size_t m = 0; m < graph_.collectives()[task.collective].launch.size(); ++m)
+        if (--resident_[m] == 0) resident_total_[m] += now_.picoseconds() - resident_since_[m];
+  }
   uint32_t res = graph_.task(t).resource;
   if (res != kNoResource) {
     if (resource_queue_[res].empty()) {

@@ -115,6 +115,16 @@ class Engine {
     uint64_t messages;
   };
   std::vector<FastMemo> fast_memo_;
+  // Collective kernels resident per member (see TaskGraph::collective_compute_slowdown): the members whose
+  // kernel a task's end launches, the count resident per member, since when, and the resident time before
+  // that; per compute task the member's resident time at its start and whether its end was already extended.
+  std::unordered_map<TaskId, std::vector<uint32_t>> launches_;
+  std::vector<uint32_t> resident_;
+  std::vector<int64_t> resident_since_, resident_total_;
+  std::vector<int64_t> resident_at_start_;
+  std::vector<bool> extended_;
+  int64_t resident_time(
+      int32_t worker) const;  // ps during which `worker` had a resident collective, up to now
   EngineStats stats_;
 };
 

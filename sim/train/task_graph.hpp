@@ -1,7 +1,8 @@
 #pragma once
 // The task graph a strategy builds and the engine executes: compute on a GPU, transfers between endpoints,
-// delays (I/O, coordination), and collectives (a round plan over member endpoints). Tasks that name an exclusive
-// resource (a GPU's stream, a server's CPU, a loader) run one at a time on it, in the order they become ready.
+// delays (I/O, coordination), and collectives (a round plan over member endpoints). Tasks that name an
+// exclusive resource (a GPU's stream, a server's CPU, a loader) run one at a time on it, in the order they
+// become ready.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,23 +25,26 @@ struct Task {
   TaskKind kind = TaskKind::Delay;
   Category category = Category::Other;
   uint32_t resource = kNoResource;
-  Time duration;                                  // Compute, Delay
-  VertexId src = kNoVertex, dst = kNoVertex;      // Transfer
-  double bytes = 0;                               // Transfer
-  uint32_t collective = UINT32_MAX;               // Collective: index into TaskGraph::collectives
-  int32_t worker = -1;                            // for metrics: the worker this task belongs to
-  int32_t step = -1;                              // training step, -1 for one-off tasks
-  uint32_t label = 0;                             // index into TaskGraph::labels (for traces)
+  Time duration;                              // Compute, Delay
+  VertexId src = kNoVertex, dst = kNoVertex;  // Transfer
+  double bytes = 0;                           // Transfer
+  uint32_t collective = UINT32_MAX;           // Collective: index into TaskGraph::collectives
+  int32_t worker = -1;                        // for metrics: the worker this task belongs to
+  int32_t step = -1;                          // training step, -1 for one-off tasks
+  uint32_t label = 0;                         // index into TaskGraph::labels (for traces)
 };
 
 struct CollectiveTask {
   std::shared_ptr<const CollectivePlan> plan;
-  std::vector<VertexId> members;   // endpoint of each plan member
+  std::vector<VertexId> members;           // endpoint of each plan member
   bool reduce_on_cpu_for_servers = false;  // PS servers aggregate on CPUs (server_gamma) rather than GPUs
   uint32_t first_server = UINT32_MAX;      // members from here on are servers
   // The builder guarantees no other flow runs while this collective does (one communicator, no concurrent
   // transfers), which lets the engine use the exact max-plus fast path. The engine checks the guarantee.
   bool isolated = false;
+  // Optional, per member: the task after which that member launches its kernel (for interference and busy
+  // time).
+  std::vector<TaskId> launch;
 };
 
 class TaskGraph {
@@ -49,7 +53,8 @@ class TaskGraph {
   TaskId add_compute(uint32_t resource, Time duration, int32_t worker, int32_t step, uint32_t label = 0);
   TaskId add_delay(Time duration, Category category, int32_t worker, int32_t step, uint32_t label = 0,
                    uint32_t resource = kNoResource);
-  TaskId add_transfer(VertexId src, VertexId dst, double bytes, int32_t worker, int32_t step, uint32_t label = 0);
+  TaskId add_transfer(VertexId src, VertexId dst, double bytes, int32_t worker, int32_t step,
+                      uint32_t label = 0);
   TaskId add_collective(CollectiveTask c, int32_t step, uint32_t label = 0);
   // `after` cannot start before `before` has ended.
   void depend(TaskId before, TaskId after);
@@ -68,6 +73,10 @@ class TaskGraph {
     return {succ_.data() + succ_begin_[t], succ_.data() + succ_begin_[t + 1]};
   }
   uint32_t predecessor_count(TaskId t) const { return preds_[t]; }
+
+  // While a collective kernel is resident on a GPU (from its launch to the collective's end), compute there
+  // runs this fraction slower: NCCL/RCCL kernels hold SMs and HBM bandwidth. 0 = no interference.
+  double collective_compute_slowdown = 0;
 
  private:
   std::vector<Task> tasks_;

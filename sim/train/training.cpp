@@ -30,7 +30,8 @@ struct Workload {
   double efficiency = 0.4;   // achieved fraction of peak FLOP/s
   double samples_per_s = 0;  // measured single-GPU throughput; overrides efficiency
   double backward_factor = 2;
-  double gradient_bytes = 4;  // bytes per gradient value on the wire
+  double overlap_slowdown = 0;  // compute slowdown while collective kernels are resident on the GPU
+  double gradient_bytes = 4;    // bytes per gradient value on the wire
   double epochs = 1;
   double dataset_samples = 0;
   LoaderSpec loader;
@@ -88,13 +89,17 @@ Workload parse_workload(const Scenario& sc) {
   wl.epochs = w.get_double("epochs", 1);
   if (auto l = w.get("loader")) wl.loader = parse_loader(*l);
   if (auto c = w.get("compute")) {
-    c->expect_keys({"efficiency", "samples_per_s", "backward_factor", "source"});
+    c->expect_keys({"efficiency", "samples_per_s", "backward_factor", "overlap_slowdown", "source"});
     if (auto e = c->get("efficiency")) {
       wl.efficiency = e->as_fraction();
       if (wl.efficiency <= 0 || wl.efficiency > 1) e->fail("efficiency must be in (0, 1]");
     }
     if (auto s = c->get("samples_per_s")) wl.samples_per_s = s->as_double();
     wl.backward_factor = c->get_double("backward_factor", 2);
+    if (auto o = c->get("overlap_slowdown")) {
+      wl.overlap_slowdown = o->as_fraction();
+      if (wl.overlap_slowdown < 0 || wl.overlap_slowdown >= 1) o->fail("overlap_slowdown must be in [0, 1)");
+    }
   }
   if (auto j = w.get("jitter")) {
     j->expect_keys({"distribution", "cv"});
@@ -300,9 +305,6 @@ struct Built {
   TaskId broadcast = 0;
   double broadcast_bytes = 0;
   uint32_t preprocessing_label = 0;  // GPU-side data work (DALI on the GPU)
-  // (collective, the task after which each worker launches it): a collective kernel is busy on a worker from
-  // its local launch to the end, waiting for late peers included, as profilers count NCCL kernel time.
-  std::vector<std::pair<TaskId, std::vector<TaskId>>> launches;
 };
 
 class Builder {
@@ -313,6 +315,7 @@ class Builder {
   Built build() {
     Built out;
     TaskGraph& g = out.graph;
+    g.collective_compute_slowdown = wl_.overlap_slowdown;
     double params = 0;
     for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
     out.broadcast_bytes = params * 4;
@@ -375,7 +378,6 @@ class Builder {
       }
       for (uint32_t w = 0; w < p_; ++w) out.step_end[w].push_back(prev_end[w]);
     }
-    out.launches = std::move(launches_);
     out.preprocessing_label = l_pre;
     return out;
   }
@@ -430,11 +432,13 @@ class Builder {
     plans_[key] = p;
     return p;
   }
-  TaskId collective(TaskGraph& g, Algorithm a, double bytes, int k, const char* label) {
+  TaskId collective(TaskGraph& g, Algorithm a, double bytes, int k, const char* label,
+                    std::vector<TaskId> launch) {
     CollectiveTask t;
     t.plan = plan(a, bytes);
     t.members = c_.gpus;
     t.isolated = true;
+    t.launch = std::move(launch);
     return g.add_collective(std::move(t), k, g.label(label));
   }
   double update_time(double fraction) const {
@@ -461,11 +465,11 @@ class Builder {
         gate = g.add_delay(Time::from_seconds(st_.cycle_time / 2 + negotiation), Category::Communication, -1,
                            k, g.label("horovod negotiation"));
       }
-      TaskId coll = collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce");
       std::vector<TaskId> launch(p_, gate);
       if (gate == UINT32_MAX)
         for (uint32_t w = 0; w < p_; ++w) launch[w] = seg[w][b];
-      launches_.push_back({coll, std::move(launch)});
+      TaskId coll =
+          collective(g, a, buckets[b].bytes, k, zero ? "reduce-scatter" : "allreduce", std::move(launch));
       for (uint32_t w = 0; w < p_; ++w) g.depend(seg[w][b], gate != UINT32_MAX ? gate : coll);
       if (gate != UINT32_MAX) g.depend(gate, coll);
       if (!prev_collective.empty()) g.depend(prev_collective.back(), gate != UINT32_MAX ? gate : coll);
@@ -482,9 +486,9 @@ class Builder {
       }
       double params = 0;
       for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
-      TaskId ag = collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params");
+      TaskId ag =
+          collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params", upd);
       for (uint32_t w = 0; w < p_; ++w) g.depend(upd[w], ag);
-      launches_.push_back({ag, upd});
       prev_collective.assign(1, ag);
       for (uint32_t w = 0; w < p_; ++w) prev_end[w] = ag;
       return;
@@ -555,7 +559,6 @@ class Builder {
   std::vector<std::pair<double, double>> layer_time_;
   std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
   std::vector<TaskId> ps_barrier_;
-  std::vector<std::pair<TaskId, std::vector<TaskId>>> launches_;
 };
 
 struct RunOutput {
@@ -638,15 +641,22 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   }
   // Collective kernel busy share, averaged over workers (each over its own measured window): one worker's
   // view depends on whether it happens to be early (waits inside the kernel) or the straggler.
-  if (st.kind != "ps" && !built.launches.empty()) {
+  if (st.kind != "ps") {
+    // A collective kernel is busy on a worker from its local launch to the end, waiting for late peers
+    // included, as profilers count NCCL kernel time.
     double sum = 0;
     std::vector<Interval> busy;
+    std::vector<TaskId> collectives;
+    for (TaskId t = 0; t < g.size(); ++t)
+      if (g.task(t).kind == TaskKind::Collective && g.task(t).step >= 0) collectives.push_back(t);
     for (uint32_t w = 0; w < p; ++w) {
       Time wlo = rec[built.step_end[w][w0]].end, whi = rec[built.step_end[w][w1]].end;
       busy.clear();
-      for (const auto& [coll, launch] : built.launches)
-        if (rec[coll].end > wlo && rec[launch[w]].end < whi)
-          busy.push_back({std::min(rec[launch[w]].end, rec[coll].start), rec[coll].end});
+      for (TaskId t : collectives) {
+        const std::vector<TaskId>& launch = g.collectives()[g.task(t).collective].launch;
+        if (launch.size() <= w || rec[t].end <= wlo || rec[launch[w]].end >= whi) continue;
+        busy.push_back({std::min(rec[launch[w]].end, rec[t].start), rec[t].end});
+      }
       if (whi > wlo) sum += union_length(busy, wlo, whi) / (whi - wlo).seconds();
     }
     r.busy_allreduce = sum / p;

@@ -40,8 +40,10 @@ TrainingResult run(const std::string& strategies, const std::string& extra_workl
                          "      - {name: l3, params: 2500000, forward_flops: 19.5GFLOP}\n"
                          "  batch_per_gpu: 1\n"
                          "  precision: fp32\n"
-                         "  compute: {efficiency: 1}\n"
                          "  steps: 3\n"
+                      << (extra_workload.find("compute:") == std::string::npos
+                              ? "  compute: {efficiency: 1}\n"
+                              : "")
                       << extra_workload << "strategies: " << strategies << "\n";
   Scenario sc = load_scenario(path, {});
   return run_training(sc, {nodes}, TrainingOptions{})[0];
@@ -69,6 +71,17 @@ TEST(TrainingClosedForms, DdpHidesEveryBucketButTheLast) {
   TrainingResult d = run("[ddp]");
   double want_default = kForward + kBackward + ring(4, 3 * kLayerGrad) + kUpdate;
   EXPECT_NEAR(d.step_time_s, want_default, want_default * 1e-6);
+}
+
+TEST(TrainingClosedForms, OverlapSlowdownStretchesComputeUnderResidentKernels) {
+  // compute.overlap_slowdown s: compute on a GPU while one of its collective kernels is resident takes s x
+  // the overlap longer. Buckets of one layer: the allreduce of bucket b (ring(10 MB) = 612 us) is resident
+  // during the first 612 us of layer b+1's backward, for b = 0, 1, 2; the last one runs after backward,
+  // alone. So step = forward + backward + 3·s·ring(10 MB) + ring(10 MB) + update.
+  TrainingResult r = run("[{name: ddp, bucket_size: 10MB, first_bucket: 10MB}]",
+                         "  compute: {efficiency: 1, overlap_slowdown: 0.4}\n");
+  double want = kForward + kBackward + 3 * 0.4 * ring(4, kLayerGrad) + ring(4, kLayerGrad) + kUpdate;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
 TEST(TrainingClosedForms, EfficiencyAndThroughputDefinitions) {
