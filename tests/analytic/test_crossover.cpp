@@ -2,28 +2,21 @@
 // latency l = 2 us): ring = 2(p−1)·(l + n/(p·B)), dedicated PS with k servers = 2·max(n/B, p·n/(k·B)) + 2·l.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "sim/io/csv.hpp"
+#include "tests/support/cli.hpp"
 
 using namespace ddlsim;
 
 namespace {
 
 CsvTable crossover(const std::string& extra) {
-  std::string cmd = std::string("'") + DDLSIM_BINARY + "' crossover '" + DDLSIM_SOURCE_DIR +
-                    "/scenarios/star-ps-vs-ring.yaml' --format csv " + extra;
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  for (size_t n; pipe && (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  int status = pipe ? pclose(pipe) : -1;
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
-  return parse_csv(out, "crossover output");
+  auto o = ddlsim_test::run_ddlsim("crossover '" + std::string(DDLSIM_SOURCE_DIR) +
+                                   "/scenarios/star-ps-vs-ring.yaml' --format csv " + extra);
+  EXPECT_EQ(o.status, 0) << o.out;
+  return parse_csv(o.out, "crossover output");
 }
 
 double ring(double p, double n) {

@@ -1,5 +1,6 @@
-// Bad inputs through the real CLI: exit status 2 and exactly one line on stderr naming the file, the line:column
-// and the key path (the DESIGN convention `file:line:col: key.path: message`). Usage errors exit 2, --help 0.
+// Bad inputs through the real CLI: exit status 2 and exactly one line on stderr naming the file, the
+// line:column and the key path (the DESIGN convention `file:line:col: key.path: message`). Usage errors exit
+// 2, --help 0.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -8,29 +9,16 @@
 #include <regex>
 #include <string>
 
+#include "tests/support/cli.hpp"
+
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out;  // stdout or stderr, whichever was captured
-};
+using Outcome = ddlsim_test::CliOutcome;
 
 // Runs build/ddlsim with `args`, capturing stderr (stdout discarded) or stdout (stderr discarded).
 Outcome ddlsim(const std::string& args, bool capture_stderr = true) {
-  std::string cmd = std::string("'") + DDLSIM_BINARY + "' " + args +
-                    (capture_stderr ? " 2>&1 1>/dev/null" : " 2>/dev/null");
-  Outcome o;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return o;
-  }
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) o.out.append(buf.data(), n);
-  int raw = pclose(pipe);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return o;
+  using ddlsim_test::Capture;
+  return ddlsim_test::run_ddlsim(args, capture_stderr ? Capture::Stderr : Capture::Stdout);
 }
 
 std::string data(const std::string& file) {
@@ -45,9 +33,9 @@ size_t lines(const std::string& s) {
 
 struct Expected {
   std::string file;
-  int line;                // 1-based line of the offending key or value
-  std::string key_path;    // e.g. cluster.network.link.bandwidth
-  std::string fragment;    // a piece of the message
+  int line;              // 1-based line of the offending key or value
+  std::string key_path;  // e.g. cluster.network.link.bandwidth
+  std::string fragment;  // a piece of the message
 };
 
 // stderr must be one line: `ddlsim: <path>/<file>:<line>:<col>: <key path>: <message>`.
@@ -89,7 +77,8 @@ TEST(CliErrors, YamlSyntaxError) {
 }
 
 TEST(CliErrors, UnknownKeySuggestsTheCloseOne) {
-  expect_one_line_error({"unknown_key.yaml", 9, "cluster.network.link.bandwdith", "did you mean \"bandwidth\""});
+  expect_one_line_error(
+      {"unknown_key.yaml", 9, "cluster.network.link.bandwdith", "did you mean \"bandwidth\""});
 }
 
 TEST(CliErrors, NegativeBandwidth) {
@@ -119,8 +108,8 @@ TEST(CliErrors, OverrideWithBadValueNamesTheFlag) {
   // BUG: the value came from --set, yet the error points into the file at 1:1
   // ("scenarios/star-ps-vs-ring.yaml:1:1: cluster.network.link.bandwidth: ..."): YamlNode::apply_override
   // (sim/io/yaml.cpp) grafts a node parsed from the override string, whose yaml-cpp mark is 0:0, and
-  // YamlNode::location() renders it as {file, 1, 1}. sim/core/error.hpp says a command-line value has no file;
-  // the other override errors use the location "--set", which is what this one should name too.
+  // YamlNode::location() renders it as {file, 1, 1}. sim/core/error.hpp says a command-line value has no
+  // file; the other override errors use the location "--set", which is what this one should name too.
   EXPECT_EQ(o.out.find("star-ps-vs-ring.yaml:1:1"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--set"), std::string::npos) << o.out;
 }

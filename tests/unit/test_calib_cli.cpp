@@ -1,5 +1,6 @@
-// `ddlsim calibrate` end to end: the hold-out check on the real kernels sample prints a summary; a bad measurement
-// file is one line on stderr naming file and line, exit status 2; --out writes a calibration that loads back.
+// `ddlsim calibrate` end to end: the hold-out check on the real kernels sample prints a summary; a bad
+// measurement file is one line on stderr naming file and line, exit status 2; --out writes a calibration that
+// loads back.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -10,32 +11,25 @@
 #include <string>
 
 #include "sim/calib/calibration.hpp"
+#include "tests/support/cli.hpp"
 
 namespace ddlsim {
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out;
-};
+using Outcome = ddlsim_test::CliOutcome;
 
 Outcome ddlsim(const std::string& args, bool capture_stderr) {
-  std::string cmd = std::string("'") + DDLSIM_BINARY + "' " + args + (capture_stderr ? " 2>&1 1>/dev/null" : " 2>/dev/null");
-  Outcome o;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return o;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) o.out.append(buf.data(), n);
-  int raw = pclose(pipe);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return o;
+  return ddlsim_test::run_ddlsim(
+      args, capture_stderr ? ddlsim_test::Capture::Stderr : ddlsim_test::Capture::Stdout);
 }
 
-std::string source(const std::string& rel) { return std::string(DDLSIM_SOURCE_DIR) + "/" + rel; }
+std::string source(const std::string& rel) {
+  return std::string(DDLSIM_SOURCE_DIR) + "/" + rel;
+}
 
 TEST(CalibCli, CheckOnTheKernelsSamplePrintsAHoldOutSummary) {
-  std::string np2 = source("scenarios/measured/kernels-np2.json"), np4 = source("scenarios/measured/kernels-np4.json");
+  std::string np2 = source("scenarios/measured/kernels-np2.json"),
+              np4 = source("scenarios/measured/kernels-np4.json");
   if (!std::filesystem::exists(np2)) GTEST_SKIP() << "no kernels sample yet";
   std::string files = "'" + np2 + "'";
   if (std::filesystem::exists(np4)) files += " '" + np4 + "'";

@@ -7,13 +7,11 @@
 // KnownMisses.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <map>
 #include <string>
 
 #include "sim/io/csv.hpp"
+#include "tests/support/cli.hpp"
 
 using namespace ddlsim;
 
@@ -30,15 +28,11 @@ std::map<std::string, Point> validate(const std::string& scenario) {
   static std::map<std::string, std::map<std::string, Point>> cache;
   auto hit = cache.find(scenario);
   if (hit != cache.end()) return hit->second;
-  std::string cmd = std::string("'") + DDLSIM_BINARY + "' validate '" + DDLSIM_SOURCE_DIR +
-                    "/scenarios/aach2023/" + scenario + "' --measured '" + DDLSIM_SOURCE_DIR +
-                    "/scenarios/measured/aach2023_juwels.csv' --format csv";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  for (size_t n; pipe && (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  int status = pipe ? pclose(pipe) : -1;
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
+  auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/" +
+                                   scenario + "' --measured '" + DDLSIM_SOURCE_DIR +
+                                   "/scenarios/measured/aach2023_juwels.csv' --format csv");
+  EXPECT_EQ(o.status, 0) << scenario << "\n" << o.out;
+  const std::string& out = o.out;
   CsvTable t = parse_csv(out, scenario);
   std::map<std::string, Point> points;
   for (const auto& r : t.rows) {
