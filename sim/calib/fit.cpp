@@ -1,17 +1,19 @@
 #include "sim/calib/fit.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
-#include <fmt/format.h>
 #include <set>
 
 #include "sim/core/error.hpp"
 
 namespace ddlsim {
 
-const char* link_class_name(int link) { return link == kIntraNode ? "intra" : "inter"; }
+const char* link_class_name(int link) {
+  return link == kIntraNode ? "intra" : "inter";
+}
 
 const FittedRange& FittedClass::lookup(double bytes) const {
   for (const FittedRange& r : ranges)
@@ -39,8 +41,10 @@ CostTerms cost_terms(const Measurement& m) {
       c.messages = {{1, n}};
       c.formula = "gap + n*b";
       return c;
-    case MeasurementKind::Step: return c;
-    case MeasurementKind::Allreduce: break;
+    case MeasurementKind::Step:
+      return c;
+    case MeasurementKind::Allreduce:
+      break;
   }
   if (m.ranks < 2) return c;
   bool ring = m.algorithm == "ring" || m.algorithm == "nccl" || m.algorithm == "osu_allreduce";
@@ -68,7 +72,9 @@ constexpr int kAlpha = 0, kBeta = 1, kGap = 2;
 constexpr int kGamma = 12, kCols = 13;
 constexpr double kNone = std::numeric_limits<double>::infinity();
 
-int column(int link, int range, int what) { return (link * 2 + range) * 3 + what; }
+int column(int link, int range, int what) {
+  return (link * 2 + range) * 3 + what;
+}
 
 struct Row {
   size_t index;
@@ -122,14 +128,16 @@ bool solve_dense(std::vector<std::vector<double>> m, std::vector<double> b, std:
 }
 
 // Minimises sum((a_i.x - t_i)/t_i)^2 with alpha, gap and gamma >= 0 and every beta > 0.
-std::optional<Solution> solve(const std::vector<Row>& rows, const std::array<double, 2>& bp, bool with_gamma) {
+std::optional<Solution> solve(const std::vector<Row>& rows, const std::array<double, 2>& bp,
+                              bool with_gamma) {
   std::vector<Vec> a;
   Solution s;
   for (const Row& r : rows) {
     Vec v = design(r.terms, bp);
     for (double& e : v) e /= r.t;
     if (!with_gamma) v[kGamma] = 0;
-    for (int j = 0; j < kCols; ++j) s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || v[static_cast<size_t>(j)] != 0;
+    for (int j = 0; j < kCols; ++j)
+      s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || v[static_cast<size_t>(j)] != 0;
     a.push_back(v);
   }
   std::array<bool, kCols> active = s.touched;
@@ -238,32 +246,43 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
     CostTerms c = cost_terms(ms[i]);
     out.points[i].modelled = c.modelled;
     if (!c.modelled || ms[i].bytes > o.max_bytes || ms[i].ranks > o.max_ranks) continue;
+    if (!o.algorithms.empty() &&
+        std::find(o.algorithms.begin(), o.algorithms.end(), ms[i].algorithm) == o.algorithms.end())
+      continue;
     out.points[i].in_fit = true;
     cpu_side = cpu_side || ms[i].tool != "nccl-tests";
     rows.push_back({i, c, ms[i].time_s});
   }
   if (rows.empty())
-    throw InputError({}, "",
-                     fmt::format("nothing to fit: no ping-pong, ring/rhd allreduce, nccl-tests or OSU "
-                                 "latency/bandwidth/allreduce measurements{}{}",
-                                 std::isfinite(o.max_bytes) ? fmt::format(" with bytes <= {}", bytes_text(o.max_bytes)) : "",
-                                 o.max_ranks < std::numeric_limits<int64_t>::max()
-                                     ? fmt::format(" and ranks <= {} (raise --fit-max-ranks)", o.max_ranks)
-                                     : ""));
+    throw InputError(
+        {}, "",
+        fmt::format(
+            "nothing to fit: no ping-pong, ring/rhd allreduce, nccl-tests or OSU "
+            "latency/bandwidth/allreduce measurements{}{}",
+            std::isfinite(o.max_bytes) ? fmt::format(" with bytes <= {}", bytes_text(o.max_bytes)) : "",
+            o.max_ranks < std::numeric_limits<int64_t>::max()
+                ? fmt::format(" and ranks <= {} (raise --fit-max-ranks)", o.max_ranks)
+                : ""));
   std::array<std::vector<double>, 2> cands;
   for (int link : {kIntraNode, kInterNode}) {
     auto& c = cands[static_cast<size_t>(link)];
     bool present = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.terms.link == link; });
-    if (!present || o.single_range) c = {kNone};
-    else if (o.breakpoint) c = {*o.breakpoint};
-    else c = candidates(rows, link);
+    if (!present || o.single_range)
+      c = {kNone};
+    else if (o.breakpoint)
+      c = {*o.breakpoint};
+    else
+      c = candidates(rows, link);
     if (c.empty()) {
       c = {kNone};
-      out.notes.push_back(fmt::format("{}: too few message sizes for a breakpoint (three fit rows on each side "
-                                      "needed): one range", link_class_name(link)));
+      out.notes.push_back(
+          fmt::format("{}: too few message sizes for a breakpoint (three fit rows on each side "
+                      "needed): one range",
+                      link_class_name(link)));
     }
   }
-  bool any_reduce = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.terms.reduce_bytes > 0; });
+  bool any_reduce =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.terms.reduce_bytes > 0; });
   std::optional<Solution> best;
   std::array<double, 2> best_bp{kNone, kNone};
   bool best_folded = false;
@@ -283,9 +302,10 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
       }
     }
   if (!best)
-    throw InputError({}, "",
-                     "cannot fit: alpha and beta are not separable with these measurements (each link class and "
-                     "message-size range needs at least two message sizes; try --breakpoint none)");
+    throw InputError(
+        {}, "",
+        "cannot fit: alpha and beta are not separable with these measurements (each link class and "
+        "message-size range needs at least two message sizes; try --breakpoint none)");
 
   const Solution& s = *best;
   for (int link : {kIntraNode, kInterNode}) {
@@ -328,16 +348,17 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
                                       o.breakpoint ? "given" : "least total squared relative error"));
     for (const FittedRange& r : cls.ranges)
       if (r.alpha_measured && r.alpha == 0)
-        out.notes.push_back(fmt::format("{}: alpha up to {} fitted negative, fixed at 0", link_class_name(link),
-                                        bytes_text(r.max_bytes)));
+        out.notes.push_back(fmt::format("{}: alpha up to {} fitted negative, fixed at 0",
+                                        link_class_name(link), bytes_text(r.max_bytes)));
   }
   out.gamma = s.x[kGamma];
   out.gamma_measured = any_reduce && !best_folded;
   out.gamma_folded = any_reduce && best_folded;
   if (out.gamma_folded)
-    out.notes.push_back("gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. one "
-                        "rank count and no ping-pong), so the fitted bandwidth is an effective one that includes "
-                        "the reduction");
+    out.notes.push_back(
+        "gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. one "
+        "rank count and no ping-pong), so the fitted bandwidth is an effective one that includes "
+        "the reduction");
   else if (!any_reduce)
     out.notes.push_back("gamma not measured (no allreduce data): 0");
   else if (s.clamped_gamma)

@@ -1,19 +1,20 @@
 #pragma once
-// Fits the alpha-beta(-gamma) model of DESIGN.md ("The network model") to measurements: per link class (inside a
-// node / across nodes) and per message-size range (eager up to a breakpoint, rendezvous above it) a per-message
-// overhead alpha and a per-byte cost beta = 1/bandwidth, plus one per-byte reduction cost gamma:
+// Fits the alpha-beta(-gamma) model of DESIGN.md ("The network model") to measurements: per link class
+// (inside a node / across nodes) and per message-size range (eager up to a breakpoint, rendezvous above it) a
+// per-message overhead alpha and a per-byte cost beta = 1/bandwidth, plus one per-byte reduction cost gamma:
 //
 //   ping-pong (one way)      t = a + n b
 //   ring allreduce, p ranks  t = 2(p-1) a + 2(p-1)/p n b + (p-1)/p n g        (messages of n/p)
 //   Rabenseifner (rhd)       t = 2 log2(p) a + 2(p-1)/p n b + (p-1)/p n g     (messages n/2, n/4, ..., n/p)
-//   streaming (osu_bw)       t = gap + n b                                     (per message; gap: pipelined overhead)
+//   streaming (osu_bw)       t = gap + n b                                     (per message; gap: pipelined
+//   overhead)
 //
 // Each message pays the alpha and beta of the range its own size falls in (a ring's messages are n/p, not n).
-// Least squares weighted by 1/t^2 (relative errors), solved through the small normal equations; alpha, gap and
-// gamma are kept >= 0 by fixing a negative one at 0 and refitting. With ping-pong and allreduce data beta and
-// gamma separate; with allreduce data alone (every row with the same gamma/beta ratio) gamma is folded into an
-// effective beta, and the result says so. Allreduce results of nccl-tests and OSU are modelled as ring (NCCL's
-// default; MPI libraries choose per size, which the fit cannot know).
+// Least squares weighted by 1/t^2 (relative errors), solved through the small normal equations; alpha, gap
+// and gamma are kept >= 0 by fixing a negative one at 0 and refitting. With ping-pong and allreduce data beta
+// and gamma separate; with allreduce data alone (every row with the same gamma/beta ratio) gamma is folded
+// into an effective beta, and the result says so. Allreduce results of nccl-tests and OSU are modelled as
+// ring (NCCL's default; MPI libraries choose per size, which the fit cannot know).
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -35,7 +36,7 @@ struct CostTerms {
     double count = 0;
     double bytes = 0;  // each
   };
-  bool modelled = false;   // false: no closed form here (kernels ps, direct, mpi_allreduce; step times; p < 2)
+  bool modelled = false;  // false: no closed form here (kernels ps, direct, mpi_allreduce; step times; p < 2)
   int link = kInterNode;
   std::vector<Messages> messages;
   double reduce_bytes = 0;  // bytes reduced on the critical path (gamma)
@@ -47,18 +48,20 @@ CostTerms cost_terms(const Measurement& m);
 struct FitOptions {
   std::optional<double> breakpoint;  // bytes: the largest eager message, for both link classes
   bool single_range = false;         // no breakpoint: one range per class
-  double max_bytes = std::numeric_limits<double>::infinity();  // fit only measurements up to this per-rank size
-  int64_t max_ranks = std::numeric_limits<int64_t>::max();     // ... and up to this many ranks
+  double max_bytes =
+      std::numeric_limits<double>::infinity();              // fit only measurements up to this per-rank size
+  int64_t max_ranks = std::numeric_limits<int64_t>::max();  // ... and up to this many ranks
+  std::vector<std::string> algorithms;                      // ... and only these algorithms (empty: all)
 };
 
 struct FittedRange {
   double max_bytes = std::numeric_limits<double>::infinity();  // inclusive; infinity for the last range
-  double alpha = 0;        // seconds per message
-  double beta = 0;         // seconds per byte
-  double gap = 0;          // seconds per streamed message (osu_bw only)
+  double alpha = 0;                                            // seconds per message
+  double beta = 0;                                             // seconds per byte
+  double gap = 0;                                              // seconds per streamed message (osu_bw only)
   bool alpha_measured = false;
   bool gap_measured = false;
-  size_t points = 0;       // fit rows with a message in this range
+  size_t points = 0;  // fit rows with a message in this range
 };
 
 struct FittedClass {
@@ -72,23 +75,24 @@ struct FitPoint {
   bool in_fit = false;     // used by the fit
   bool predicted = false;  // the fitted parameters cover it (its class was measured)
   double predicted_s = 0;
-  double rel_error = 0;    // (predicted - measured) / measured
+  double rel_error = 0;  // (predicted - measured) / measured
 };
 
 struct FitResult {
   FittedClass link[2];
   double gamma = 0;
-  bool gamma_measured = false;  // separated from beta
-  bool gamma_folded = false;    // allreduce data only: gamma is inside the fitted beta
-  CommModel model;              // the fitted classes (unmeasured ones ideal), gamma on GPU and CPU
-  std::vector<FitPoint> points; // one per input measurement, same order
+  bool gamma_measured = false;   // separated from beta
+  bool gamma_folded = false;     // allreduce data only: gamma is inside the fitted beta
+  CommModel model;               // the fitted classes (unmeasured ones ideal), gamma on GPU and CPU
+  std::vector<FitPoint> points;  // one per input measurement, same order
   size_t fit_points = 0;
-  double residual_median = 0;   // |relative error| over the fit points
+  double residual_median = 0;  // |relative error| over the fit points
   double residual_max = 0;
   std::vector<std::string> notes;
 };
 
-// Throws InputError when nothing can be fitted (no ping-pong or allreduce data in the selection, or too few sizes).
+// Throws InputError when nothing can be fitted (no ping-pong or allreduce data in the selection, or too few
+// sizes).
 FitResult fit_comm_model(const std::vector<Measurement>& measurements, const FitOptions& options = {});
 
 // Model time of a measurement under fitted parameters (NaN when its class was not fitted).

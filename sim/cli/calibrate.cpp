@@ -1,15 +1,16 @@
 // ddlsim calibrate: fit alpha/beta/gamma to measurements, print the parameters and the residual of every
 // measurement, write the calibration YAML, and with --check replay every measured case in the simulator.
+#include <fmt/format.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "sim/calib/calibration.hpp"
@@ -24,7 +25,8 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kCalibrateHelp = R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZE|none] [--check]
+constexpr const char* kCalibrateHelp =
+    R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZE|none] [--check]
                         [--fit-max-bytes SIZE] [--fit-max-ranks N] [--cores N]
                         [--ranks N] [--ranks-per-node R] [--same-node] [--format table|csv|json]
 
@@ -41,6 +43,7 @@ osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_t
                       summary, held-out cases apart
   --fit-max-bytes S   fit only measurements with a per-rank buffer up to S (default: all, or 4MiB with --check)
   --fit-max-ranks N   fit only measurements with up to N ranks (default: all, or 2 with --check)
+  --fit-algorithms L  fit only these algorithms (comma list, e.g. pingpong,ring); the others are held out
   --cores N           cores per node where the files were measured, to flag oversubscribed runs
                       (default: this machine's, which assumes the files were measured here)
   --ranks N, --ranks-per-node R
@@ -49,7 +52,8 @@ osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_t
   --same-node         OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)
 )";
 
-constexpr double kExplained = 0.25;  // median |relative error| up to which a group of cases counts as explained
+constexpr double kExplained =
+    0.25;  // median |relative error| up to which a group of cases counts as explained
 
 std::string short_source(const Measurement& m) {
   return fmt::format("{}:{}", std::filesystem::path(m.file).filename().string(), m.line);
@@ -104,14 +108,17 @@ std::string case_name(const Case& c) {
   return fmt::format("{} p={} {}", c.m->algorithm, c.m->ranks, format_bytes(Bytes{c.m->bytes}));
 }
 
-// Known reasons why a kind of case may not be explained by the replay: short tags for the table, explained once
-// in the notes.
+// Known reasons why a kind of case may not be explained by the replay: short tags for the table, explained
+// once in the notes.
 const std::vector<std::pair<std::string, std::string>> kCaveats = {
-    {"oversubscribed", "more ranks per node than cores: ranks time-share the CPU, which the model does not know"},
-    {"sequential-rounds", "the direct kernel exchanges in p-1 sequential rounds; the simulator's direct plan sends "
-                          "all messages at once"},
-    {"server-incast", "p-k workers push into one server at once; the replay's links never bind, so server incast "
-                      "and memory bandwidth are not modelled"},
+    {"oversubscribed",
+     "more ranks per node than cores: ranks time-share the CPU, which the model does not know"},
+    {"sequential-rounds",
+     "the direct kernel exchanges in p-1 sequential rounds; the simulator's direct plan sends "
+     "all messages at once"},
+    {"server-incast",
+     "p-k workers push into one server at once; the replay's links never bind, so server incast "
+     "and memory bandwidth are not modelled"},
     {"library-algorithm", "the MPI library picks its own allreduce algorithm per size; simulated as ring"},
 };
 
@@ -148,7 +155,8 @@ Stats stats_of(const std::vector<const Case*>& cases) {
 
 std::string stats_text(const Stats& s) {
   if (s.n == 0) return "no cases";
-  return fmt::format("{} cases, median |error| {:.3f}, worst {:.3f} ({})", s.n, s.median, s.worst, s.worst_case);
+  return fmt::format("{} cases, median |error| {:.3f}, worst {:.3f} ({})", s.n, s.median, s.worst,
+                     s.worst_case);
 }
 
 Report parameter_report(const FitResult& fit, const std::string& title) {
@@ -171,46 +179,58 @@ Report parameter_report(const FitResult& fit, const std::string& title) {
     }
   }
   if (fit.gamma_measured || fit.gamma_folded) {
-    Record rec{{"section", std::string("parameter")}, {"link", std::string("reduce")},
+    Record rec{{"section", std::string("parameter")},
+               {"link", std::string("reduce")},
                {"range", std::string(fit.gamma_folded ? "folded" : "gamma")}};
     if (fit.gamma > 0) rec.push_back({"bandwidth_GBps", 1 / fit.gamma / 1e9});
     r.results.push_back(rec);
   }
   r.notes = fit.notes;
-  r.notes.push_back(fmt::format("fit: {} measurements, median |relative error| {:.4f}, worst {:.4f}", fit.fit_points,
-                                fit.residual_median, fit.residual_max));
+  r.notes.push_back(fmt::format("fit: {} measurements, median |relative error| {:.4f}, worst {:.4f}",
+                                fit.fit_points, fit.residual_median, fit.residual_max));
   return r;
 }
 
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"out", "breakpoint", "fit-max-bytes", "fit-max-ranks", "cores", "ranks", "ranks-per-node"},
+  CommonArgs a = parse_args(args,
+                            {"out", "breakpoint", "fit-max-bytes", "fit-max-ranks", "fit-algorithms", "cores",
+                             "ranks", "ranks-per-node"},
                             {"check", "same-node"});
   if (a.help) {
     std::fputs(kCalibrateHelp, stdout);
     return 0;
   }
-  if (a.positional.empty()) throw InputError({}, "", "calibrate needs at least one measurement file (see --help)");
-  if (!a.sets.empty()) throw InputError({"--set", 0, 0}, "", "calibrate takes no --set (it reads no scenario)");
+  if (a.positional.empty())
+    throw InputError({}, "", "calibrate needs at least one measurement file (see --help)");
+  if (!a.sets.empty())
+    throw InputError({"--set", 0, 0}, "", "calibrate takes no --set (it reads no scenario)");
   bool check = a.has_flag("check");
 
   FitOptions fo;
   if (auto b = a.option("breakpoint"); !b.empty()) {
-    if (b == "none") fo.single_range = true;
-    else fo.breakpoint = parse_size_option("breakpoint", b);
+    if (b == "none")
+      fo.single_range = true;
+    else
+      fo.breakpoint = parse_size_option("breakpoint", b);
   }
   std::string max_bytes = a.option("fit-max-bytes", check ? "4MiB" : "");
   if (!max_bytes.empty()) fo.max_bytes = parse_size_option("fit-max-bytes", max_bytes);
   std::string max_ranks = a.option("fit-max-ranks", check ? "2" : "");
   if (!max_ranks.empty()) fo.max_ranks = parse_count_option("fit-max-ranks", max_ranks, 1);
+  if (auto list = a.option("fit-algorithms"); !list.empty()) {
+    std::stringstream ss(list);
+    for (std::string item; std::getline(ss, item, ',');) fo.algorithms.push_back(item);
+  }
   int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   if (auto c = a.option("cores"); !c.empty()) cores = parse_count_option("cores", c, 1);
 
   ReaderOptions ro;
   ro.pt2pt_same_node = a.has_flag("same-node");
   if (auto v = a.option("ranks"); !v.empty()) ro.ranks = parse_count_option("ranks", v, 1);
-  if (auto v = a.option("ranks-per-node"); !v.empty()) ro.ranks_per_node = parse_count_option("ranks-per-node", v, 1);
+  if (auto v = a.option("ranks-per-node"); !v.empty())
+    ro.ranks_per_node = parse_count_option("ranks-per-node", v, 1);
   std::vector<Measurement> ms;
   for (const std::string& f : a.positional) {
     std::vector<Measurement> part = read_measurements(f, ro);
@@ -223,16 +243,19 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (std::isfinite(fo.max_bytes)) selection += fmt::format("bytes <= {}", format_bytes(Bytes{fo.max_bytes}));
   if (fo.max_ranks != std::numeric_limits<int64_t>::max())
     selection += fmt::format("{}ranks <= {}", selection.empty() ? "" : ", ", fo.max_ranks);
-  Report params = parameter_report(
-      fit, fmt::format("Fitted comm model: {} of {} measurements{}", fit.fit_points, ms.size(),
-                       selection.empty() ? "" : " (" + selection + ")"));
+  Report params =
+      parameter_report(fit, fmt::format("Fitted comm model: {} of {} measurements{}", fit.fit_points,
+                                        ms.size(), selection.empty() ? "" : " (" + selection + ")"));
 
   std::vector<Case> cases;
   Report rows;
-  rows.title = check ? "Measured vs model (closed form) vs simulated (replay)" : "Measured vs model (closed form)";
-  rows.table_columns = {"source", "algorithm", "ranks", "bytes", "set", "measured_us", "model_us", "model_err"};
+  rows.title =
+      check ? "Measured vs model (closed form) vs simulated (replay)" : "Measured vs model (closed form)";
+  rows.table_columns = {"source", "algorithm",   "ranks",    "bytes",
+                        "set",    "measured_us", "model_us", "model_err"};
   if (check) {
-    for (const char* c : {"simulated_us", "sim_err", "simulated_as", "oversubscribed"}) rows.table_columns.push_back(c);
+    for (const char* c : {"simulated_us", "sim_err", "simulated_as", "oversubscribed"})
+      rows.table_columns.push_back(c);
     cases.reserve(ms.size());
   }
   for (size_t i = 0; i < ms.size(); ++i) {
@@ -240,10 +263,13 @@ int calibrate_command(const std::vector<std::string>& args) {
     const FitPoint& p = fit.points[i];
     Case c{&m, &p, check ? replay_measurement(m, fit) : ReplayResult{}};
     // Ranks are CPU processes in the MPI kernels and OSU; nccl-tests ranks are GPUs, step times whole jobs.
-    c.oversubscribed = cores > 0 && m.ranks_per_node > cores && (m.tool == "ddlsim-kernels" || m.tool == "osu");
+    c.oversubscribed =
+        cores > 0 && m.ranks_per_node > cores && (m.tool == "ddlsim-kernels" || m.tool == "osu");
     bool held_out = !p.in_fit && (p.modelled || c.replay.replayed);
     // Every record has every key (CSV needs one header); "" where there is no value.
-    auto number = [](bool have, double v) { return have ? Field{"", v}.value : Field{"", std::string()}.value; };
+    auto number = [](bool have, double v) {
+      return have ? Field{"", v}.value : Field{"", std::string()}.value;
+    };
     Record rec{{"section", std::string("measurement")},
                {"source", short_source(m)},
                {"file", m.file},
@@ -254,7 +280,9 @@ int calibrate_command(const std::vector<std::string>& args) {
                {"ranks_per_node", m.ranks_per_node},
                {"servers", m.servers},
                {"bytes", static_cast<int64_t>(m.bytes)},
-               {"set", std::string(p.in_fit ? "fit" : held_out ? "held-out" : "-")},
+               {"set", std::string(p.in_fit   ? "fit"
+                                   : held_out ? "held-out"
+                                              : "-")},
                {"measured_us", m.time_s * 1e6},
                {"model_us", number(p.predicted, p.predicted_s * 1e6)},
                {"model_err", number(p.predicted, p.rel_error)}};
@@ -271,8 +299,10 @@ int calibrate_command(const std::vector<std::string>& args) {
 
   Report groups;
   if (check) {
-    groups.title = fmt::format("Which cases the fitted model explains (median |sim error| <= {})", kExplained);
-    groups.table_columns = {"algorithm", "ranks", "cases", "held_out", "median_err", "worst_err", "verdict", "caveat"};
+    groups.title =
+        fmt::format("Which cases the fitted model explains (median |sim error| <= {})", kExplained);
+    groups.table_columns = {"algorithm",  "ranks",     "cases",   "held_out",
+                            "median_err", "worst_err", "verdict", "caveat"};
     std::map<std::pair<std::string, int64_t>, std::vector<const Case*>> by_group;
     std::vector<const Case*> held, fitted;
     std::map<int64_t, std::vector<const Case*>> held_by_ranks;
@@ -307,7 +337,8 @@ int calibrate_command(const std::vector<std::string>& args) {
                                 {"verdict", std::string(ok ? "explained" : "not explained")},
                                 {"caveat", [&] {
                                    std::string tags;
-                                   for (const std::string& t : caveats(*list.front()->m, list.front()->oversubscribed)) {
+                                   for (const std::string& t :
+                                        caveats(*list.front()->m, list.front()->oversubscribed)) {
                                      tags += (tags.empty() ? "" : ",") + t;
                                      used_caveats.insert(t);
                                    }
@@ -322,18 +353,21 @@ int calibrate_command(const std::vector<std::string>& args) {
     groups.notes.push_back("summary: " + std::string("held-out: ") + stats_text(stats_of(held)));
     for (const auto& [p, list] : held_by_ranks)
       groups.notes.push_back(fmt::format("summary: held-out, np={}: {}", p, stats_text(stats_of(list))));
-    groups.notes.push_back(fmt::format("summary: held-out, not oversubscribed (ranks per node <= {} cores): {}", cores,
-                                       stats_text(stats_of(held_plain))));
-    groups.notes.push_back(fmt::format("summary: held-out, oversubscribed (ranks per node > {} cores): {}", cores,
-                                       stats_text(stats_of(held_over))));
+    groups.notes.push_back(
+        fmt::format("summary: held-out, not oversubscribed (ranks per node <= {} cores): {}", cores,
+                    stats_text(stats_of(held_plain))));
+    groups.notes.push_back(fmt::format("summary: held-out, oversubscribed (ranks per node > {} cores): {}",
+                                       cores, stats_text(stats_of(held_over))));
     groups.notes.push_back("summary: fit set, replayed: " + stats_text(stats_of(fitted)));
     groups.notes.push_back(fmt::format("explained (median |error| <= {}): {}", kExplained, join(explained)));
     groups.notes.push_back(fmt::format("not explained: {}", join(unexplained)));
     for (const auto& [tag, text] : kCaveats)
       if (used_caveats.count(tag)) groups.notes.push_back(fmt::format("caveat {}: {}", tag, text));
     if (cores > 0 && a.option("cores").empty())
-      groups.notes.push_back(fmt::format("oversubscription assumes the files were measured on this machine ({} cores); "
-                                         "set --cores otherwise", cores));
+      groups.notes.push_back(
+          fmt::format("oversubscription assumes the files were measured on this machine ({} cores); "
+                      "set --cores otherwise",
+                      cores));
   }
 
   std::string out_path = a.option("out");

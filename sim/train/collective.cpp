@@ -1,22 +1,31 @@
 #include "sim/train/collective.hpp"
 
-#include <bit>
 #include <fmt/format.h>
+#include <bit>
 #include <stdexcept>
 
 namespace ddlsim {
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::HalvingDoubling: return "rhd";
-    case Algorithm::Tree: return "tree";
-    case Algorithm::Direct: return "direct";
-    case Algorithm::Hierarchical: return "hierarchical";
-    case Algorithm::ReduceScatter: return "reduce-scatter";
-    case Algorithm::AllGather: return "all-gather";
-    case Algorithm::Broadcast: return "broadcast";
-    case Algorithm::ParameterServer: return "ps";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::HalvingDoubling:
+      return "rhd";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::Direct:
+      return "direct";
+    case Algorithm::Hierarchical:
+      return "hierarchical";
+    case Algorithm::ReduceScatter:
+      return "reduce-scatter";
+    case Algorithm::AllGather:
+      return "all-gather";
+    case Algorithm::Broadcast:
+      return "broadcast";
+    case Algorithm::ParameterServer:
+      return "ps";
   }
   return "?";
 }
@@ -35,7 +44,8 @@ uint64_t CollectivePlan::message_count() const {
 
 namespace {
 
-// Ring over all members: `reduce_rounds` rounds of reduce-scatter then `gather_rounds` of all-gather, n/p each.
+// Ring over all members: `reduce_rounds` rounds of reduce-scatter then `gather_rounds` of all-gather, n/p
+// each.
 class RingPlan : public CollectivePlan {
  public:
   RingPlan(uint32_t p, double n, bool scatter, bool gather)
@@ -53,12 +63,15 @@ class RingPlan : public CollectivePlan {
   bool scatter_;
 };
 
-// Rabenseifner. Non-powers of two: the `extra` ranks above the largest power of two q first hand their buffer to
-// rank r-q (which reduces it) and get the result back at the end.
+// Rabenseifner. Non-powers of two: the `extra` ranks above the largest power of two q first hand their buffer
+// to rank r-q (which reduces it) and get the result back at the end.
 class HalvingDoublingPlan : public CollectivePlan {
  public:
   HalvingDoublingPlan(uint32_t p, double n)
-      : CollectivePlan(p, 0, n), q_(std::bit_floor(p)), log_(std::countr_zero(std::bit_floor(p))), extra_(p - q_) {
+      : CollectivePlan(p, 0, n),
+        q_(std::bit_floor(p)),
+        log_(std::countr_zero(std::bit_floor(p))),
+        extra_(p - q_) {
     rounds_ = 2 * log_ + (extra_ > 0 ? 2 : 0);
   }
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
@@ -102,8 +115,8 @@ class HalvingDoublingPlan : public CollectivePlan {
   uint32_t q_, log_, extra_;
 };
 
-// Binary tree rooted at member 0 (children 2r+1, 2r+2). Reduce: a member sends to its parent in the round equal to
-// its subtree height; broadcast: the member at depth d sends to its children in round H + d.
+// Binary tree rooted at member 0 (children 2r+1, 2r+2). Reduce: a member sends to its parent in the round
+// equal to its subtree height; broadcast: the member at depth d sends to its children in round H + d.
 class TreePlan : public CollectivePlan {
  public:
   TreePlan(uint32_t p, double n, bool reduce, bool broadcast)
@@ -190,11 +203,12 @@ class HierarchicalPlan : public CollectivePlan {
 };
 
 // Members 0..p-1 are workers, p..p+k-1 servers. Round 0: every worker pushes n/k to every server; servers
-// aggregate p shards. Round 1: every server sends its n/k shard back to every worker. A worker colocated with a
-// server still "sends" to it: the endpoints decide whether that crosses a link.
+// aggregate p shards. Round 1: every server sends its n/k shard back to every worker. A worker colocated with
+// a server still "sends" to it: the endpoints decide whether that crosses a link.
 class ParameterServerPlan : public CollectivePlan {
  public:
-  ParameterServerPlan(uint32_t p, uint32_t k, double n) : CollectivePlan(p + k, 2, n), workers_(p), servers_(k) {}
+  ParameterServerPlan(uint32_t p, uint32_t k, double n)
+      : CollectivePlan(p + k, 2, n), workers_(p), servers_(k) {}
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     double shard = bytes_ / servers_;
     if (s == 0 && r < workers_)
@@ -206,8 +220,10 @@ class ParameterServerPlan : public CollectivePlan {
     if (s == 0) return r >= workers_ ? workers_ : 0;
     return r < workers_ ? servers_ : 0;
   }
+  // Summing p shards of n/k is p−1 additions per element: (p−1)·n/k at the per-byte reduction cost γ, the
+  // same unit as ring's (p−1)/p·n.
   double reduce_bytes(uint32_t r, uint32_t s) const override {
-    return s == 0 && r >= workers_ ? workers_ * (bytes_ / servers_) : 0;
+    return s == 0 && r >= workers_ ? (workers_ - 1) * (bytes_ / servers_) : 0;
   }
 
  private:
@@ -220,13 +236,20 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
   switch (c.algorithm) {
-    case Algorithm::Ring: return std::make_unique<RingPlan>(p, c.bytes, true, true);
-    case Algorithm::ReduceScatter: return std::make_unique<RingPlan>(p, c.bytes, true, false);
-    case Algorithm::AllGather: return std::make_unique<RingPlan>(p, c.bytes, false, true);
-    case Algorithm::HalvingDoubling: return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
-    case Algorithm::Tree: return std::make_unique<TreePlan>(p, c.bytes, true, true);
-    case Algorithm::Broadcast: return std::make_unique<TreePlan>(p, c.bytes, false, true);
-    case Algorithm::Direct: return std::make_unique<DirectPlan>(p, c.bytes);
+    case Algorithm::Ring:
+      return std::make_unique<RingPlan>(p, c.bytes, true, true);
+    case Algorithm::ReduceScatter:
+      return std::make_unique<RingPlan>(p, c.bytes, true, false);
+    case Algorithm::AllGather:
+      return std::make_unique<RingPlan>(p, c.bytes, false, true);
+    case Algorithm::HalvingDoubling:
+      return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
+    case Algorithm::Tree:
+      return std::make_unique<TreePlan>(p, c.bytes, true, true);
+    case Algorithm::Broadcast:
+      return std::make_unique<TreePlan>(p, c.bytes, false, true);
+    case Algorithm::Direct:
+      return std::make_unique<DirectPlan>(p, c.bytes);
     case Algorithm::Hierarchical:
       if (c.ranks_per_node == 0 || p % c.ranks_per_node != 0)
         throw std::invalid_argument(

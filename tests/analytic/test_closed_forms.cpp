@@ -1,14 +1,15 @@
 // Closed forms on one switch (the setting where nothing is shared but what the algorithm itself shares).
-// Inline star, gpus_per_node 1: every GPU is its own host on a cable of bandwidth B and latency l, so every route
-// is GPU → switch → GPU with latency 2l and bottleneck B. n bytes per rank, p ranks, γ = 1/reduce bandwidth,
-// α = per-message software overhead. Every check is relative, to 1e-9 (picosecond rounding per message).
+// Inline star, gpus_per_node 1: every GPU is its own host on a cable of bandwidth B and latency l, so every
+// route is GPU → switch → GPU with latency 2l and bottleneck B. n bytes per rank, p ranks, γ = 1/reduce
+// bandwidth, α = per-message software overhead. Every check is relative, to 1e-9 (picosecond rounding per
+// message).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <string>
 
@@ -18,9 +19,9 @@
 namespace ddlsim {
 namespace {
 
-constexpr double kB = 25e9;    // 25 GB/s
-constexpr double kL = 1e-6;    // 1 us per cable
-constexpr double kN = 100e6;   // 100 MB
+constexpr double kB = 25e9;   // 25 GB/s
+constexpr double kL = 1e-6;   // 1 us per cable
+constexpr double kN = 100e6;  // 100 MB
 constexpr double kRel = 1e-9;
 
 Scenario scenario_from(const std::string& text) {
@@ -54,8 +55,8 @@ CollectiveResult run(int p, const std::string& strategy, const std::string& comm
 }
 
 void expect_rel(double got, double want) {
-  EXPECT_NEAR(got, want, want * kRel) << "got " << got << " s, want " << want << " s (diff "
-                                      << (got - want) * 1e12 << " ps)";
+  EXPECT_NEAR(got, want, want * kRel)
+      << "got " << got << " s, want " << want << " s (diff " << (got - want) * 1e12 << " ps)";
 }
 
 TEST(ClosedForm, RingAllreduce) {
@@ -100,7 +101,8 @@ TEST(ClosedForm, ReduceScatterAndAllGather) {
     expect_rel(run(p, "ring", "", "all-gather").time_s, half);
     expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "reduce-scatter").time_s,
                half + (p - 1) * (kN / p) * gamma);
-    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "all-gather").time_s, half);  // nothing to reduce
+    expect_rel(run(p, "ring", "{reduce_bandwidth_gpu: 50GB/s}", "all-gather").time_s,
+               half);  // nothing to reduce
   }
 }
 
@@ -147,12 +149,13 @@ TEST(ClosedForm, ParameterServerDedicated) {
 }
 
 TEST(ClosedForm, ParameterServerDedicatedWithCpuGamma) {
-  // Each server aggregates p shards of n/k on its CPU between push and pull: + p·(n/k)·γ_cpu, γ_cpu = 1/(10 GB/s).
+  // Each server sums p shards of n/k on its CPU between push and pull: p−1 additions per element, +
+  // (p−1)·(n/k)·γ_cpu with γ_cpu = 1/(10 GB/s) (γ per byte of one addition, as in ring's (p−1)/p·n·γ).
   int p = 16;
   const double gamma_cpu = 1 / 10e9;
   for (int k : {1, 4}) {
     SCOPED_TRACE(k);
-    double want = 2 * std::max(kN / kB, p * kN / (k * kB)) + 2 * 2 * kL + p * (kN / k) * gamma_cpu;
+    double want = 2 * std::max(kN / kB, p * kN / (k * kB)) + 2 * 2 * kL + (p - 1) * (kN / k) * gamma_cpu;
     expect_rel(run(p, fmt::format("{{name: ps, servers: {}, placement: dedicated}}", k),
                    "{reduce_bandwidth_cpu: 10GB/s}")
                    .time_s,
@@ -225,7 +228,8 @@ TEST(ClosedForm, BusFactor) {
 }
 
 TEST(ClosedForm, ShippedScenarioMatches) {
-  // scenarios/star-ps-vs-ring.yaml is this very setting with p = 16: ring = 2·15·(2 us + 100 MB/(16·25 GB/s)).
+  // scenarios/star-ps-vs-ring.yaml is this very setting with p = 16: ring = 2·15·(2 us + 100 MB/(16·25
+  // GB/s)).
   Scenario sc = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/star-ps-vs-ring.yaml", {});
   ASSERT_EQ(sc.strategies.at(0).name, "ring");
   CollectiveResult r = run_collective_workload(sc, sc.strategies[0], 16);

@@ -8,7 +8,9 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "sim/calib/calibration.hpp"
 #include "tests/support/cli.hpp"
@@ -71,6 +73,41 @@ TEST(CalibCli, UsageErrors) {
   EXPECT_EQ(ddlsim("calibrate", true).status, 2);
   EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 64", true).status, 2);  // a size needs a unit
   EXPECT_EQ(ddlsim("calibrate --help", false).status, 0);
+}
+
+}  // namespace
+}  // namespace ddlsim
+
+namespace ddlsim {
+namespace {
+
+TEST(CalibCli, FitAlgorithmsHoldsTheOthersOut) {
+  // --fit-algorithms pingpong,ring: only those rows are fitted ("fit"); every other algorithm is replayed as
+  // held-out with the parameters they gave.
+  Outcome o =
+      ddlsim("calibrate '" + source("scenarios/measured/kernels-np2-long.json") +
+                 "' --check --cores 2 --fit-max-bytes 1GiB --fit-algorithms pingpong,ring --format csv",
+             false);
+  ASSERT_EQ(o.status, 0) << o.out;
+  size_t fit_other = 0, held_ring = 0, held_ps = 0;
+  std::istringstream lines(o.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("measurement,", 0) != 0) continue;
+    // Columns: section, source, file, line, kind, algorithm, ..., set (11th); no quoted commas in these rows.
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    ASSERT_GT(cells.size(), 10u) << line;
+    const std::string& algorithm = cells[5];
+    bool fit = cells[10] == "fit", held = cells[10] == "held-out";
+    bool ring_or_pp = algorithm == "ring" || algorithm == "pingpong";
+    fit_other += fit && !ring_or_pp;
+    held_ring += held && ring_or_pp;
+    held_ps += held && algorithm == "ps";
+  }
+  EXPECT_EQ(fit_other, 0u) << o.out;
+  EXPECT_EQ(held_ring, 0u) << o.out;
+  EXPECT_GT(held_ps, 0u) << o.out;
 }
 
 }  // namespace
