@@ -5,6 +5,7 @@
 // Optimizer update: 16 bytes per parameter through 1555 GB/s of HBM: 4P·16 / 1555e9.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,7 +25,10 @@ double ring(double p, double n) {
 }
 
 TrainingResult run(const std::string& strategies, const std::string& extra_workload = "", int nodes = 4) {
-  std::string path = (std::filesystem::temp_directory_path() / "ddlsim-training-closed-forms.yaml").string();
+  // One file per process: ctest runs the tests of this file in parallel processes.
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("ddlsim-training-" + std::to_string(getpid()) + ".yaml"))
+          .string();
   std::ofstream(path) << "name: t\n"
                          "cluster: {nodes: "
                       << nodes
@@ -46,6 +50,7 @@ TrainingResult run(const std::string& strategies, const std::string& extra_workl
                               : "")
                       << extra_workload << "strategies: " << strategies << "\n";
   Scenario sc = load_scenario(path, {});
+  std::filesystem::remove(path);
   return run_training(sc, {nodes}, TrainingOptions{})[0];
 }
 

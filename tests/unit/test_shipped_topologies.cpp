@@ -4,6 +4,7 @@
 // these systems, so busbw also stays within 10% of B·e.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -28,13 +29,16 @@ constexpr Shipped kTopologies[] = {
 };
 
 Scenario scenario_for(const std::string& topology, const std::string& strategies) {
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("ddlsim-shipped-" + topology + ".yaml")).string();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("ddlsim-shipped-" + topology + "-" + std::to_string(getpid()) + ".yaml"))
+                         .string();
   std::ofstream(path) << "name: shipped\ncluster: {topology: " << DDLSIM_SOURCE_DIR << "/topologies/"
                       << topology
                       << ".yaml, nodes: 2}\nworkload: {collective: allreduce, bytes: 256MB}\nstrategies: "
                       << strategies << "\n";
-  return load_scenario(path, {});
+  Scenario sc = load_scenario(path, {});
+  std::filesystem::remove(path);
+  return sc;
 }
 
 }  // namespace
