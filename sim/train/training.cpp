@@ -566,12 +566,17 @@ struct RunOutput {
   double throughput = 0;
 };
 
+// `gpu_limit` > 0 trains on only the first gpu_limit GPUs (a reference smaller than one node).
 TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySpec& spec, int64_t nodes,
-                        const TrainingOptions& opts, bool write_trace) {
+                        const TrainingOptions& opts, bool write_trace, int64_t gpu_limit = 0) {
   Strategy st = parse_strategy(spec);
   ServerHosts hosts;
   if (st.kind == "ps" && st.dedicated) hosts.count = st.servers, hosts.link = st.server_link;
   Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
+  if (gpu_limit > 0 && static_cast<size_t>(gpu_limit) < cluster.gpus.size()) {
+    cluster.gpus.resize(static_cast<size_t>(gpu_limit));
+    cluster.gpus_per_node = std::min<int>(cluster.gpus_per_node, static_cast<int>(gpu_limit));
+  }
   Builder builder(wl, st, cluster, sc.seed);
   Built built = builder.build();
   built.graph.finalize();
@@ -679,8 +684,9 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   int gpn = sc.cluster.gpus_per_node();
   int64_t ref_gpus =
       sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
-  if (ref_gpus % gpn != 0)
-    sc.root["reference_gpus"].fail(fmt::format("reference_gpus must be a multiple of {} GPUs per node", gpn));
+  if (ref_gpus > gpn && ref_gpus % gpn != 0)
+    sc.root["reference_gpus"].fail(
+        fmt::format("reference_gpus must be at most one node or a multiple of {} GPUs per node", gpn));
   std::vector<TrainingResult> out;
   bool trace = !opts.trace_file.empty();
   for (const StrategySpec& spec : sc.strategies) {
@@ -689,9 +695,13 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
       done[n] = simulate(sc, wl, spec, n, opts, trace);
       trace = false;
     }
-    int64_t ref_nodes = ref_gpus / gpn;
-    if (!done.count(ref_nodes)) done[ref_nodes] = simulate(sc, wl, spec, ref_nodes, opts, false);
-    const TrainingResult& ref = done[ref_nodes];
+    // A reference of part of a node runs on that node's first GPUs.
+    TrainingResult part;
+    if (ref_gpus < gpn) part = simulate(sc, wl, spec, 1, opts, false, ref_gpus);
+    int64_t ref_nodes = std::max<int64_t>(1, ref_gpus / gpn);
+    if (ref_gpus >= gpn && !done.count(ref_nodes))
+      done[ref_nodes] = simulate(sc, wl, spec, ref_nodes, opts, false);
+    const TrainingResult& ref = ref_gpus < gpn ? part : done[ref_nodes];
     for (int64_t n : counts) {
       TrainingResult r = done[n];
       r.speedup = r.throughput / ref.throughput;

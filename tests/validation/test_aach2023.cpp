@@ -176,7 +176,8 @@ TEST(Aach2023, KnownMisses) {
 
 TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
   // The guide's claim (Sergeev & Del Balso 2018): 88% scaling efficiency on 128 GPUs for Inception V3 and
-  // ResNet-101 over 25 GbE; held within ±0.05 (see the scenario for the reference-GPU difference).
+  // ResNet-101 over 25 GbE, efficiency relative to one GPU (reference_gpus: 1, part of a node); held within
+  // ±0.05.
   for (const std::string extra :
        {"", " --set workload.model=resnet101 --set workload.compute.samples_per_s=130"}) {
     auto o = ddlsim_test::run_ddlsim(
