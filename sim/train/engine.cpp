@@ -385,18 +385,58 @@ bool Engine::try_fast_collective(TaskId t) {
   std::vector<MessageShape> shapes(p);
   uint64_t messages = 0;
   bool ok = true;
+  if (link_round_.empty()) link_round_.assign(net_.link_count(), 0);
+  // Exclusive pattern: when a checked round had one message per member and no link carried two of them, later
+  // rounds that repeat each member's (peer, size) use the same links, one sender per link, one message after
+  // the other - they cannot overlap, so their link checks are skipped; each member's last message end is
+  // written back to its links before the next checked round.
+  bool exclusive = false, pending = false;
+  std::vector<int64_t> last_msg_end(p, INT64_MIN);
+  auto materialize = [&] {
+    for (uint32_t r = 0; r < p && pending; ++r) {
+      if (shapes[r].route == nullptr || last_msg_end[r] == INT64_MIN) continue;
+      for (LinkId l : *shapes[r].route) {
+        if (last_end_[l] == INT64_MIN) touched_.push_back(l);
+        last_end_[l] = std::max(last_end_[l], last_msg_end[r]);
+      }
+    }
+    pending = false;
+  };
+  uint64_t round_messages = 0;
   for (uint32_t s = 0; s < rounds && ok; ++s) {
+    bool skip = exclusive;
+  round_start:
     std::fill(arrive.begin(), arrive.end(), INT64_MIN);
     touched_round.clear();
-    uint64_t round_messages = 0;
+    round_messages = 0;
+    bool round_exclusive = true;
+    ++round_id_;
     for (uint32_t r = 0; r < p && ok; ++r) {
       send_end[r] = start[r];
       sends.clear();
       plan.sends(r, s, sends);
+      if (skip) {
+        const MessageShape& shape = shapes[r];
+        if (sends.size() != 1 || shape.route == nullptr || shape.peer != sends[0].peer ||
+            shape.bytes != sends[0].bytes || sends[0].bytes <= 0) {
+          materialize();  // the pattern changed: back to checking, from the start of this round
+          skip = exclusive = false;
+          goto round_start;
+        }
+        int64_t end = start[r] + shape.latency + shape.duration;
+        last_msg_end[r] = end;
+        pending = true;
+        ++round_messages;
+        send_end[r] = std::max(send_end[r], end);
+        arrive[shape.peer] = std::max(arrive[shape.peer], end);
+        continue;
+      }
+      if (sends.size() != 1) round_exclusive = false;
       for (const Send& snd : sends) {
         ++round_messages;
         VertexId src = spec.members[r], dst = spec.members[snd.peer];
         int64_t end = start[r];
+        if (src == dst || snd.bytes <= 0) round_exclusive = false;
         if (src != dst) {
           if (comm_.multipath > 1 && !router_.same_node(src, dst)) {
             ok = false;
@@ -422,6 +462,8 @@ bool Engine::try_fast_collective(TaskId t) {
               if (last_end_[l] == INT64_MIN) touched_.push_back(l);
               last_end_[l] = std::max(last_end_[l], end);
               touched_round.push_back(l);
+              if (link_round_[l] == round_id_) round_exclusive = false;
+              link_round_[l] = round_id_;
             }
           }
         }
@@ -429,6 +471,7 @@ bool Engine::try_fast_collective(TaskId t) {
         arrive[snd.peer] = std::max(arrive[snd.peer], end);
       }
     }
+    if (!skip) exclusive = ok && round_exclusive;
     if (!ok) break;
     messages += round_messages;
     for (uint32_t r = 0; r < p; ++r) {
@@ -450,6 +493,9 @@ bool Engine::try_fast_collective(TaskId t) {
         std::sort(touched_round.begin(), touched_round.end());
         touched_round.erase(std::unique(touched_round.begin(), touched_round.end()), touched_round.end());
         for (LinkId l : touched_round) last_end_[l] += static_cast<int64_t>(more) * shift;
+        if (pending)
+          for (int64_t& e : last_msg_end)
+            if (e != INT64_MIN) e += static_cast<int64_t>(more) * shift;
         messages += more * round_messages;
         s += more;
       }

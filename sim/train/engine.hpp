@@ -102,6 +102,8 @@ class Engine {
   uint32_t pending_flow_starts_ = 0;
   std::vector<int64_t> last_end_;  // fast path: last end time seen per link (ps)
   std::vector<LinkId> touched_;
+  std::vector<uint64_t> link_round_;  // fast path: the last round (round_id_) that put a message on each link
+  uint64_t round_id_ = 0;
   // Fast-path outcomes: on an idle network the max-plus result depends only on the plan and the members, so a
   // collective repeated every step is evaluated once (failures too, so a plan that needs the flow model is
   // not retried).
