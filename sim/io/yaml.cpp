@@ -126,13 +126,17 @@ const std::string& YamlNode::file() const {
   return impl_->file;
 }
 
-SourceLocation YamlNode::location() const {
-  // A value that came from --set has no place in the file: name the flag instead.
+// A value that came from --set has no place in the file: errors about it name the flag instead.
+bool YamlNode::from_override(const std::string& path) const {
   const Impl& root = impl_->root ? *impl_->root : *impl_;
   for (const std::string& k : root.overridden)
-    if (path_ == k ||
-        (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 && path_[k.size()] == '.'))
-      return {"--set", 0, 0};
+    if (path == k || (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '.'))
+      return true;
+  return false;
+}
+
+SourceLocation YamlNode::location() const {
+  if (from_override(path_)) return {"--set", 0, 0};
   YAML::Mark m = impl_->node.Mark();
   if (m.is_null()) return {impl_->file, 0, 0};
   return {impl_->file, m.line + 1, m.column + 1};
@@ -191,7 +195,10 @@ void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string hint = did_you_mean(key, allowed);
     YAML::Mark m = it->first.Mark();
-    throw InputError({impl_->file, m.line + 1, m.column + 1}, join_path(path_, key),
+    std::string path = join_path(path_, key);
+    SourceLocation where = from_override(path) ? SourceLocation{"--set", 0, 0}
+                                               : SourceLocation{impl_->file, m.line + 1, m.column + 1};
+    throw InputError(where, path,
                      hint.empty() ? "unknown key" : fmt::format("unknown key (did you mean \"{}\"?)", hint));
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
-// A thin view over yaml-cpp that knows where every value came from, so that every user error names the file, the
-// line, the column and the key path. yaml-cpp stays out of this header to keep builds lean.
+// A thin view over yaml-cpp that knows where every value came from, so that every user error names the file,
+// the line, the column and the key path. yaml-cpp stays out of this header to keep builds lean.
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -29,8 +29,8 @@ class YamlNode {
   bool has(const std::string& key) const;
   YamlNode operator[](const std::string& key) const;  // required key: throws when missing
   std::optional<YamlNode> get(const std::string& key) const;
-  std::vector<YamlNode> elements() const;              // a sequence's elements (throws when not a sequence)
-  std::vector<std::string> keys() const;               // a map's keys in file order
+  std::vector<YamlNode> elements() const;  // a sequence's elements (throws when not a sequence)
+  std::vector<std::string> keys() const;   // a map's keys in file order
   // Throws for any key not in `allowed`, with a "did you mean" suggestion.
   void expect_keys(std::initializer_list<const char*> allowed) const;
   void expect_keys(const std::vector<std::string>& allowed) const;
@@ -74,6 +74,7 @@ class YamlNode {
 
  private:
   YamlNode(std::shared_ptr<Impl> impl, std::string path) : impl_(std::move(impl)), path_(std::move(path)) {}
+  bool from_override(const std::string& path) const;
   std::shared_ptr<Impl> impl_;
   std::string path_;
 };

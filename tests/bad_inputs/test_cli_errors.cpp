@@ -163,3 +163,13 @@ TEST(CliErrors, ValidateMeasuredCsvProblems) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("--measured"), std::string::npos) << missing.out;
 }
+
+TEST(CliErrors, OverrideWithUnknownKeyNamesTheFlag) {
+  // A misspelt key given with --set is not in the file: the error names --set and suggests the close key.
+  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
+                     "/scenarios/star-ps-vs-ring.yaml' --set cluster.network.lnk=3");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_NE(o.out.find("--set: cluster.network.lnk: unknown key (did you mean \"link\"?)"), std::string::npos)
+      << o.out;
+}
