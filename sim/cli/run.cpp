@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
@@ -77,13 +78,41 @@ int run_command(const std::vector<std::string>& args) {
   return run_scenario(a.positional[0], a, nullptr);
 }
 
+namespace {
+
+// This process's place in a parallel job (mpirun, srun), from the launcher's environment; {0, 1} outside one.
+std::pair<int64_t, int64_t> job_rank_and_size() {
+  const char* pairs[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                            {"PMI_RANK", "PMI_SIZE"},
+                            {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& pr : pairs) {
+    const char* r = std::getenv(pr[0]);
+    const char* n = std::getenv(pr[1]);
+    if (!r || !n) continue;
+    try {
+      int64_t rank = std::stoll(r), size = std::stoll(n);
+      if (size >= 1 && rank >= 0 && rank < size) return {rank, size};
+    } catch (const std::exception&) {
+    }
+    throw InputError({pr[0], 0, 0}, "",
+                     fmt::format("{}={} and {}={} are not a rank and a job size", pr[0], r, pr[1], n));
+  }
+  return {0, 1};
+}
+
+}  // namespace
+
 int sweep_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"nodes", "trace"}, {"no-fast", "stats"});
+  CommonArgs a = parse_args(args, {"nodes", "trace"}, {"no-fast", "stats", "split"});
   if (a.help) {
     std::fputs(
-        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--set k=v] [--format table|csv|json]\n"
-        "Runs the scenario at each node count (same output as run); for Slurm arrays pass one count per "
-        "task.\n",
+        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--split] [--set k=v] [--format table|csv|json]\n"
+        "Runs the scenario at each node count (same output as run). In batch scripts: a Slurm array passes "
+        "one\n"
+        "count per task; with --split every process of an mpirun or srun job takes the counts i with\n"
+        "i mod size = rank (rank and size from OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS), e.g.\n"
+        "  mpirun -np 4 --output-filename out build/ddlsim sweep S.yaml --nodes 1,2,4,8,16,32,64,128 --split "
+        "--format csv\n",
         stdout);
     return 0;
   }
@@ -92,6 +121,14 @@ int sweep_command(const std::vector<std::string>& args) {
   std::string list = a.option("nodes");
   if (list.empty()) throw InputError({"--nodes", 0, 0}, "", "sweep needs --nodes N[,N...]");
   std::vector<int64_t> counts = parse_count_list(list, "--nodes");
+  if (a.has_flag("split")) {
+    auto [rank, size] = job_rank_and_size();
+    std::vector<int64_t> mine;
+    for (size_t i = static_cast<size_t>(rank); i < counts.size(); i += static_cast<size_t>(size))
+      mine.push_back(counts[i]);
+    if (mine.empty()) return 0;  // more processes than node counts: nothing to do here
+    counts = std::move(mine);
+  }
   return run_scenario(a.positional[0], a, &counts);
 }
 
