@@ -1,19 +1,22 @@
 // Engine benchmarks: plain timers printing one CSV line per case (figures, never assertions).
-//   ring-1024-fast / ring-1024-flow   ring allreduce of 100 MB over 1024 ranks on a star, max-plus fast path vs
+//   ring-1024-fast / ring-1024-flow   ring allreduce of 100 MB over 1024 ranks on a star, max-plus fast path
+//   vs
 //                                     the flow model message by message (ddlsim run --no-fast)
 //   ring-16384-fast                   the same over 16384 ranks (fast path only)
-//   flownet-random-L-K                raw FlowNetwork: random flows on L random links, K of them active at once
+//   flownet-random-L-K                raw FlowNetwork: random flows on L random links, K of them active at
+//   once
 //                                     (closed loop); messages = flow events (one start or one completion)
-//   ps-incast-1024x8-flow             PS allreduce, 1024 workers pushing to and pulling from 8 dedicated servers
+//   ps-incast-1024x8-flow             PS allreduce, 1024 workers pushing to and pulling from 8 dedicated
+//   servers
 // rss_MB is the process's peak resident set so far (getrusage), so cases run from small to large.
 // Usage: bench_engine [--quick]   (--quick shrinks every case, for smoke tests)
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <random>
 #include <string>
@@ -36,8 +39,8 @@ double peak_rss_mb() {
 
 void print_line(const std::string& name, int64_t ranks, uint64_t messages, double wall) {
   std::printf("%s, %lld, %llu, %.3f, %.4g, %.1f\n", name.c_str(), static_cast<long long>(ranks),
-              static_cast<unsigned long long>(messages), wall, wall > 0 ? static_cast<double>(messages) / wall : 0.0,
-              peak_rss_mb());
+              static_cast<unsigned long long>(messages), wall,
+              wall > 0 ? static_cast<double>(messages) / wall : 0.0, peak_rss_mb());
   std::fflush(stdout);
 }
 
@@ -73,12 +76,13 @@ void collective_case(const std::string& name, int64_t ranks, const std::string& 
   print_line(name, r.gpus, r.stats.messages, wall);
   std::fprintf(stderr, "  %s: simulated %.6f s, %llu fast messages, %llu flows, %llu events\n", name.c_str(),
                r.time_s, static_cast<unsigned long long>(r.stats.fast_messages),
-               static_cast<unsigned long long>(r.stats.flows), static_cast<unsigned long long>(r.stats.events));
+               static_cast<unsigned long long>(r.stats.flows),
+               static_cast<unsigned long long>(r.stats.events));
 }
 
 // Random links (1..100 GB/s); flows over 1-4 distinct random links (30% with a per-flow cap), 1 MB .. 100 MB.
-// Closed loop: `concurrent` flows start at 0 and every completion starts the next one until `flows` have run, so
-// about `concurrent` flows share the links at any time. Counts flow starts + completions per wall second.
+// Closed loop: `concurrent` flows start at 0 and every completion starts the next one until `flows` have run,
+// so about `concurrent` flows share the links at any time. Counts flow starts + completions per wall second.
 void flownet_case(size_t links, size_t flows, size_t concurrent) {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(0, 1);
@@ -138,8 +142,8 @@ int main(int argc, char** argv) {
     collective_case(fmt::format("ring-{}-flow", small), small, "ring", false);
     flownet_case(quick ? 256 : 1024, quick ? 20000 : 200000, 64);
     flownet_case(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
-    collective_case(fmt::format("ps-incast-{}x8-flow", small), small, "{name: ps, servers: 8, placement: dedicated}",
-                    false);
+    collective_case(fmt::format("ps-incast-{}x8-flow", small), small,
+                    "{name: ps, servers: 8, placement: dedicated}", false);
     collective_case(fmt::format("ring-{}-fast", large), large, "ring", true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n", e.what());

@@ -1,10 +1,10 @@
 #include "sim/calib/readers.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -18,10 +18,14 @@ namespace ddlsim {
 
 const char* kind_name(MeasurementKind k) {
   switch (k) {
-    case MeasurementKind::PingPong: return "pingpong";
-    case MeasurementKind::Allreduce: return "allreduce";
-    case MeasurementKind::Bandwidth: return "bandwidth";
-    case MeasurementKind::Step: return "step";
+    case MeasurementKind::PingPong:
+      return "pingpong";
+    case MeasurementKind::Allreduce:
+      return "allreduce";
+    case MeasurementKind::Bandwidth:
+      return "bandwidth";
+    case MeasurementKind::Step:
+      return "step";
   }
   return "?";
 }
@@ -65,7 +69,9 @@ std::vector<std::string> tokens(const std::string& s) {
   return out;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 std::optional<double> to_double(const std::string& s) {
   double v = 0;
@@ -88,8 +94,8 @@ std::optional<int64_t> to_int(const std::string& s) {
 // ---------------------------------------------------------------------------------------------------------------
 // ddlsim-kernels JSON (bench/kernels/README.md, format_version 1)
 
-const std::vector<std::string> kKernelAlgorithms = {"ring",   "ps",          "ps-colocated", "rhd",
-                                                    "direct", "mpi_allreduce", "pingpong"};
+const std::vector<std::string> kKernelAlgorithms = {
+    "ring", "ps", "ps-colocated", "rhd", "direct", "mpi_allreduce", "pingpong"};
 
 // Line of the k-th `"algorithm"` key: the results are the only objects that carry one, in order.
 std::vector<int> result_lines(const std::string& text) {
@@ -115,24 +121,29 @@ class KernelsReader {
       doc = nlohmann::json::parse(text_);
     } catch (const nlohmann::json::parse_error& e) {
       size_t byte = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text_.size());
-      int line = 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
+      int line = 1 + static_cast<int>(
+                         std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(byte), '\n'));
       std::string what = e.what();
       size_t s = what.find("syntax error");
       throw InputError({file_, line, 1}, "",
-                       fmt::format("truncated or malformed ddlsim-kernels JSON: {}", s == std::string::npos ? what : what.substr(s)));
+                       fmt::format("truncated or malformed ddlsim-kernels JSON: {}",
+                                   s == std::string::npos ? what : what.substr(s)));
     }
     if (!doc.is_object()) fail(1, "", "expected a JSON object from ddlsim-kernels");
     std::string tool = doc.contains("tool") && doc["tool"].is_string() ? doc["tool"].get<std::string>() : "";
     if (tool != "ddlsim-kernels")
-      fail(1, "tool", fmt::format("expected \"ddlsim-kernels\", got \"{}\" (only ddlsim-kernels JSON is read)", tool));
+      fail(1, "tool",
+           fmt::format("expected \"ddlsim-kernels\", got \"{}\" (only ddlsim-kernels JSON is read)", tool));
     int64_t version = integer(doc, "format_version", "format_version", 1);
-    if (version != 1) fail(1, "format_version", fmt::format("format_version {} is not known (expected 1)", version));
+    if (version != 1)
+      fail(1, "format_version", fmt::format("format_version {} is not known (expected 1)", version));
     if (!doc.contains("results") || !doc["results"].is_array())
       fail(1, "results", "missing \"results\" (expected a list of kernel results)");
     std::vector<int> lines = result_lines(text_);
     std::vector<Measurement> out;
     const nlohmann::json& results = doc["results"];
-    if (results.empty()) fail(1, "results", "no results (the kernels wrote none: was every algorithm skipped?)");
+    if (results.empty())
+      fail(1, "results", "no results (the kernels wrote none: was every algorithm skipped?)");
     for (size_t i = 0; i < results.size(); ++i)
       out.push_back(result(results[i], fmt::format("results[{}]", i), i < lines.size() ? lines[i] : 0));
     return out;
@@ -156,26 +167,32 @@ class KernelsReader {
     m.line = line;
     m.tool = "ddlsim-kernels";
     if (!r.contains("algorithm") || !r["algorithm"].is_string())
-      fail(line, path + ".algorithm", "missing (expected one of ring, ps, ps-colocated, rhd, direct, mpi_allreduce, pingpong)");
+      fail(line, path + ".algorithm",
+           "missing (expected one of ring, ps, ps-colocated, rhd, direct, mpi_allreduce, pingpong)");
     m.algorithm = r["algorithm"].get<std::string>();
     if (std::find(kKernelAlgorithms.begin(), kKernelAlgorithms.end(), m.algorithm) == kKernelAlgorithms.end())
       fail(line, path + ".algorithm",
-           fmt::format("unknown algorithm \"{}\" (ring, ps, ps-colocated, rhd, direct, mpi_allreduce, pingpong)", m.algorithm));
+           fmt::format(
+               "unknown algorithm \"{}\" (ring, ps, ps-colocated, rhd, direct, mpi_allreduce, pingpong)",
+               m.algorithm));
     m.kind = m.algorithm == "pingpong" ? MeasurementKind::PingPong : MeasurementKind::Allreduce;
     m.ranks = integer(r, "ranks", path + ".ranks", line);
     m.ranks_per_node = integer(r, "ranks_per_node", path + ".ranks_per_node", line);
     m.nodes = integer(r, "nodes", path + ".nodes", line);
     m.servers = integer(r, "servers", path + ".servers", line);
     if (m.ranks < 1 || m.ranks_per_node < 1 || m.nodes < 1 || m.ranks_per_node > m.ranks)
-      fail(line, path, fmt::format("inconsistent placement: ranks {}, ranks_per_node {}, nodes {}", m.ranks,
-                                   m.ranks_per_node, m.nodes));
+      fail(line, path,
+           fmt::format("inconsistent placement: ranks {}, ranks_per_node {}, nodes {}", m.ranks,
+                       m.ranks_per_node, m.nodes));
     if (m.algorithm == "ps" && (m.servers < 1 || m.servers >= m.ranks))
-      fail(line, path + ".servers", fmt::format("ps needs 1 <= servers < ranks, got {} of {}", m.servers, m.ranks));
+      fail(line, path + ".servers",
+           fmt::format("ps needs 1 <= servers < ranks, got {} of {}", m.servers, m.ranks));
     if (!r.contains("bytes") || !r["bytes"].is_number() || r["bytes"].get<double>() < 0)
       fail(line, path + ".bytes", "missing or negative (expected the per-rank buffer size in bytes)");
     m.bytes = r["bytes"].get<double>();
     if (!r.contains("times_s") || !r["times_s"].is_array() || r["times_s"].empty())
-      fail(line, path + ".times_s", "missing or empty (expected a list of times in seconds, one per repetition)");
+      fail(line, path + ".times_s",
+           "missing or empty (expected a list of times in seconds, one per repetition)");
     for (const nlohmann::json& t : r["times_s"]) {
       if (!t.is_number() || t.get<double>() <= 0)
         fail(line, path + ".times_s", fmt::format("expected positive times in seconds, got {}", t.dump()));
@@ -183,7 +200,8 @@ class KernelsReader {
     }
     if (r.contains("check") && !(r["check"].is_string() && r["check"].get<std::string>() == "ok"))
       fail(line, path + ".check",
-           fmt::format("the kernels found a wrong result ({}); a failed run cannot be calibrated against", r["check"].dump()));
+           fmt::format("the kernels found a wrong result ({}); a failed run cannot be calibrated against",
+                       r["check"].dump()));
     m.time_s = median(m.reps);
     m.same_node = m.nodes == 1;
     return m;
@@ -226,7 +244,8 @@ class NcclReader {
           gpus = std::stoll(m[2]);
         } else if (std::regex_search(body, m, kTest)) {
           if (m[1] != "all_reduce_perf")
-            fail_at(file_, l.number, fmt::format("this is {} output; only all_reduce_perf is read", std::string(m[1])));
+            fail_at(file_, l.number,
+                    fmt::format("this is {} output; only all_reduce_perf is read", std::string(m[1])));
         } else if (starts_with(body, "Avg bus bandwidth")) {
           trailer = true;
         } else if (header_.empty()) {
@@ -244,20 +263,28 @@ class NcclReader {
       if (trailer) fail_at(file_, l.number, "data row after the \"# Avg bus bandwidth\" trailer");
       std::vector<std::string> cells = tokens(t);
       if (cells.size() != header_.size())
-        fail_at(file_, l.number, fmt::format("expected {} columns ({}), found {}: the row is truncated or garbled",
-                                             header_.size(), fmt::join(header_, " "), cells.size()));
+        fail_at(file_, l.number,
+                fmt::format("expected {} columns ({}), found {}: the row is truncated or garbled",
+                            header_.size(), fmt::join(header_, " "), cells.size()));
       auto size = to_int(cells[col_size_]);
       auto time_us = to_double(cells[col_time_]);
-      if (!size || *size < 0) fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[col_size_]));
+      if (!size || *size < 0)
+        fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[col_size_]));
       if (!time_us || *time_us < 0)
-        fail_at(file_, l.number, fmt::format("out-of-place time \"{}\" is not a number of microseconds", cells[col_time_]));
+        fail_at(file_, l.number,
+                fmt::format("out-of-place time \"{}\" is not a number of microseconds", cells[col_time_]));
       if (col_redop_ >= 0 && cells[static_cast<size_t>(col_redop_)] == "none")
-        fail_at(file_, l.number, "redop \"none\": this is not an allreduce (only all_reduce_perf output is read)");
+        fail_at(file_, l.number,
+                "redop \"none\": this is not an allreduce (only all_reduce_perf output is read)");
       if (col_wrong_ >= 0) {
         const std::string& w = cells[static_cast<size_t>(col_wrong_)];
         auto wrong = to_int(w);
         if (wrong && *wrong > 0)
-          fail_at(file_, l.number, fmt::format("#wrong = {}: nccl-tests found wrong results; a failed run cannot be calibrated against", w));
+          fail_at(
+              file_, l.number,
+              fmt::format(
+                  "#wrong = {}: nccl-tests found wrong results; a failed run cannot be calibrated against",
+                  w));
       }
       if (*size == 0) continue;  // nccl-tests' zero-byte rows run nothing
       Row r{l.number, static_cast<double>(*size), *time_us * 1e-6, 0, 0};
@@ -272,7 +299,8 @@ class NcclReader {
     if (rows.empty()) fail_at(file_, last, "no result rows after the column header");
     if (!trailer)
       fail_at(file_, last,
-              "file ends without the \"# Avg bus bandwidth\" trailer: the run was cut short (expected more rows, then the trailer)");
+              "file ends without the \"# Avg bus bandwidth\" trailer: the run was cut short (expected more "
+              "rows, then the trailer)");
 
     int64_t ranks = 0, per_node = 0, nodes = 0;
     if (!rank_host.empty()) {
@@ -289,7 +317,9 @@ class NcclReader {
     if (options_.ranks) ranks = *options_.ranks;
     if (options_.ranks_per_node) per_node = *options_.ranks_per_node;
     if (ranks <= 0)
-      fail_at(file_, 1, "no \"# Using devices\" rank lines and no \"# nThread N nGpus G\" line: cannot tell how many ranks ran (pass --ranks)");
+      fail_at(file_, 1,
+              "no \"# Using devices\" rank lines and no \"# nThread N nGpus G\" line: cannot tell how many "
+              "ranks ran (pass --ranks)");
     if (per_node <= 0 || per_node > ranks) per_node = ranks;
     if (options_.ranks || options_.ranks_per_node) nodes = (ranks + per_node - 1) / per_node;
     check_bus_factor(ranks, rows);
@@ -333,7 +363,8 @@ class NcclReader {
 
   template <class Rows>
   void check_bus_factor(int64_t p, const Rows& rows) const {
-    // busbw = algbw * 2(p-1)/p for an allreduce: a cheap test that this is all_reduce_perf at this rank count.
+    // busbw = algbw * 2(p-1)/p for an allreduce: a cheap test that this is all_reduce_perf at this rank
+    // count.
     if (p < 2) return;
     double expected = 2.0 * static_cast<double>(p - 1) / static_cast<double>(p);
     for (const auto& r : rows) {
@@ -341,9 +372,10 @@ class NcclReader {
       double ratio = r.busbw / r.algbw;
       if (std::fabs(ratio / expected - 1) > 0.02)
         fail_at(file_, r.line,
-                fmt::format("busbw/algbw = {:.3f}, but an allreduce on {} ranks has 2(p-1)/p = {:.3f}: this is not "
-                            "all_reduce_perf output, or the rank count is wrong",
-                            ratio, p, expected));
+                fmt::format(
+                    "busbw/algbw = {:.3f}, but an allreduce on {} ranks has 2(p-1)/p = {:.3f}: this is not "
+                    "all_reduce_perf output, or the rank count is wrong",
+                    ratio, p, expected));
       return;
     }
   }
@@ -383,7 +415,8 @@ class OsuReader {
           classify(test, l.number);
         } else if (starts_with(body, "Size")) {
           if (test.empty())
-            fail_at(file_, l.number, "column header before the \"# OSU MPI ... Test\" title line (expected the title first)");
+            fail_at(file_, l.number,
+                    "column header before the \"# OSU MPI ... Test\" title line (expected the title first)");
           columns = header_columns(body);
           header_line = l.number;
           check_header(body, l.number);
@@ -391,15 +424,16 @@ class OsuReader {
         continue;
       }
       if (!std::isdigit(static_cast<unsigned char>(t[0]))) continue;  // launcher chatter
-      if (columns == 0)
-        fail_at(file_, l.number, "data row before the \"# Size ...\" column header");
+      if (columns == 0) fail_at(file_, l.number, "data row before the \"# Size ...\" column header");
       std::vector<std::string> cells = tokens(t);
       if (cells.size() != columns)
-        fail_at(file_, l.number, fmt::format("expected {} columns (size, {}), found {}: the row is truncated or garbled",
-                                             columns, value_name(), cells.size()));
+        fail_at(file_, l.number,
+                fmt::format("expected {} columns (size, {}), found {}: the row is truncated or garbled",
+                            columns, value_name(), cells.size()));
       auto size = to_int(cells[0]);
       auto value = to_double(cells[1]);
-      if (!size || *size < 0) fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[0]));
+      if (!size || *size < 0)
+        fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[0]));
       if (!value || *value <= 0)
         fail_at(file_, l.number, fmt::format("{} \"{}\" is not a positive number", value_name(), cells[1]));
       if (*size == 0) continue;
@@ -407,8 +441,11 @@ class OsuReader {
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
     if (test.empty()) fail_at(file_, 1, "no \"# OSU MPI ... Test\" title line");
-    if (columns == 0) fail_at(file_, last, fmt::format("no \"# Size ...\" column header after the title on line {}", title_line));
-    if (out.empty()) fail_at(file_, last, fmt::format("no result rows after the column header on line {}", header_line));
+    if (columns == 0)
+      fail_at(file_, last,
+              fmt::format("no \"# Size ...\" column header after the title on line {}", title_line));
+    if (out.empty())
+      fail_at(file_, last, fmt::format("no result rows after the column header on line {}", header_line));
     return out;
   }
 
@@ -429,8 +466,8 @@ class OsuReader {
     }
   }
 
-  // Columns are separated by two or more spaces ("Avg Latency(us)" is one column); old versions used one space
-  // between two columns, so never fewer than two.
+  // Columns are separated by two or more spaces ("Avg Latency(us)" is one column); old versions used one
+  // space between two columns, so never fewer than two.
   static size_t header_columns(const std::string& body) {
     static const std::regex kGap(R"(\s{2,})");
     std::sregex_token_iterator it(body.begin(), body.end(), kGap, -1), end;
@@ -446,13 +483,16 @@ class OsuReader {
     if (kind_ == MeasurementKind::Bandwidth && !bandwidth)
       fail_at(file_, line, "expected \"# Size  Bandwidth (MB/s)\" under a bandwidth test title");
     if (kind_ != MeasurementKind::Bandwidth && !latency)
-      fail_at(file_, line, "expected \"# Size  Latency (us)\" or \"# Size  Avg Latency(us)\" under a latency test title");
+      fail_at(file_, line,
+              "expected \"# Size  Latency (us)\" or \"# Size  Avg Latency(us)\" under a latency test title");
     if (bandwidth && body.find("MB/s") == std::string::npos)
       fail_at(file_, line, "bandwidth column not in MB/s");
     if (latency && body.find("(us)") == std::string::npos) fail_at(file_, line, "latency column not in us");
   }
 
-  std::string value_name() const { return kind_ == MeasurementKind::Bandwidth ? "bandwidth in MB/s" : "latency in us"; }
+  std::string value_name() const {
+    return kind_ == MeasurementKind::Bandwidth ? "bandwidth in MB/s" : "latency in us";
+  }
 
   Measurement measurement(int line, double bytes, double value) const {
     Measurement m;
@@ -467,7 +507,9 @@ class OsuReader {
     m.reps = {m.time_s};
     if (kind_ == MeasurementKind::Allreduce) {
       if (!options_.ranks)
-        fail_at(file_, 1, "osu_allreduce output does not say how many ranks ran it: pass --ranks N (and --ranks-per-node R)");
+        fail_at(file_, 1,
+                "osu_allreduce output does not say how many ranks ran it: pass --ranks N (and "
+                "--ranks-per-node R)");
       m.ranks = *options_.ranks;
       m.ranks_per_node = std::min(m.ranks, options_.ranks_per_node.value_or(1));
     } else {
@@ -511,9 +553,10 @@ std::vector<Measurement> read_step_csv(const std::vector<Line>& lines, const std
       for (const std::string& c : header) {
         if (std::find(known.begin(), known.end(), c) != known.end()) continue;
         std::string hint = did_you_mean(c, known);
-        fail_at(file, l.number, fmt::format("unknown column \"{}\"{} (expected gpus, step_time_s or "
-                                            "throughput_samples_per_s, optional batch_per_gpu)",
-                                            c, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+        fail_at(file, l.number,
+                fmt::format("unknown column \"{}\"{} (expected gpus, step_time_s or "
+                            "throughput_samples_per_s, optional batch_per_gpu)",
+                            c, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
       }
       auto has = [&](const char* c) { return std::find(header.begin(), header.end(), c) != header.end(); };
       if (!has("gpus") || (!has("step_time_s") && !has("throughput_samples_per_s")))
@@ -522,8 +565,9 @@ std::vector<Measurement> read_step_csv(const std::vector<Line>& lines, const std
     }
     std::vector<std::string> cells = split_csv(t);
     if (cells.size() != header.size())
-      fail_at(file, l.number, fmt::format("expected {} fields ({}), found {}", header.size(), fmt::join(header, ","),
-                                          cells.size()));
+      fail_at(file, l.number,
+              fmt::format("expected {} fields ({}), found {}", header.size(), fmt::join(header, ","),
+                          cells.size()));
     Measurement m;
     m.file = file;
     m.line = l.number;
@@ -534,11 +578,13 @@ std::vector<Measurement> read_step_csv(const std::vector<Line>& lines, const std
       const std::string& c = header[i];
       if (c == "gpus" || c == "batch_per_gpu") {
         auto v = to_int(cells[i]);
-        if (!v || *v < 1) fail_at(file, l.number, fmt::format("{}: expected a positive integer, got \"{}\"", c, cells[i]));
+        if (!v || *v < 1)
+          fail_at(file, l.number, fmt::format("{}: expected a positive integer, got \"{}\"", c, cells[i]));
         (c == "gpus" ? m.ranks : m.batch_per_gpu) = *v;
       } else {
         auto v = to_double(cells[i]);
-        if (!v || *v <= 0) fail_at(file, l.number, fmt::format("{}: expected a positive number, got \"{}\"", c, cells[i]));
+        if (!v || *v <= 0)
+          fail_at(file, l.number, fmt::format("{}: expected a positive number, got \"{}\"", c, cells[i]));
         (c == "step_time_s" ? m.time_s : m.throughput) = *v;
       }
     }
@@ -569,9 +615,10 @@ Format detect(const std::string& text, const std::vector<Line>& lines, const std
     std::string t = trim(l.text);
     if (t.empty() || t[0] == '#') continue;
     if (starts_with(t, "gpus,") || t.find(",gpus") != std::string::npos) return Format::StepCsv;
-    fail_at(file, l.number,
-            "unrecognised measurement file: expected ddlsim-kernels JSON, nccl-tests all_reduce_perf output, OSU "
-            "osu_latency/osu_bw/osu_allreduce output, or a CSV with gpus,step_time_s");
+    fail_at(
+        file, l.number,
+        "unrecognised measurement file: expected ddlsim-kernels JSON, nccl-tests all_reduce_perf output, OSU "
+        "osu_latency/osu_bw/osu_allreduce output, or a CSV with gpus,step_time_s");
   }
   fail_at(file, 1, "no measurements found (only comments)");
 }
@@ -582,10 +629,14 @@ std::vector<Measurement> read_measurements_text(const std::string& text, const s
                                                 const ReaderOptions& options) {
   std::vector<Line> lines = split_lines(text);
   switch (detect(text, lines, name)) {
-    case Format::Kernels: return KernelsReader(text, name).read();
-    case Format::Nccl: return NcclReader(text, name, options).read();
-    case Format::Osu: return OsuReader(text, name, options).read();
-    case Format::StepCsv: return read_step_csv(lines, name);
+    case Format::Kernels:
+      return KernelsReader(text, name).read();
+    case Format::Nccl:
+      return NcclReader(text, name, options).read();
+    case Format::Osu:
+      return OsuReader(text, name, options).read();
+    case Format::StepCsv:
+      return read_step_csv(lines, name);
   }
   return {};
 }

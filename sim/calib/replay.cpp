@@ -1,8 +1,8 @@
 #include "sim/calib/replay.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "sim/calib/calibration.hpp"
 #include "sim/io/scenario.hpp"
@@ -79,9 +79,9 @@ Plan plan_for(const Measurement& m) {
   return p;
 }
 
-// parse_comm_model reads one range per class, so the scenario carries the range this case's messages use. Ring,
-// ps, direct and ping-pong send one message size, so this is exact; rhd's halving sizes can straddle the
-// breakpoint, and then the largest message's range stands for all (noted).
+// parse_comm_model reads one range per class, so the scenario carries the range this case's messages use.
+// Ring, ps, direct and ping-pong send one message size, so this is exact; rhd's halving sizes can straddle
+// the breakpoint, and then the largest message's range stands for all (noted).
 const FittedRange* range_for(const Plan& p, const FittedClass& cls, std::string& note) {
   if (p.messages.empty()) return nullptr;
   double largest = *std::max_element(p.messages.begin(), p.messages.end());

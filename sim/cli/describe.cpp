@@ -1,5 +1,5 @@
-#include <cstdio>
 #include <fmt/format.h>
+#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -12,17 +12,20 @@ namespace ddlsim::cli {
 int describe_command(const std::vector<std::string>& args) {
   CommonArgs a = parse_args(args, {"nodes"}, {});
   if (a.help || a.positional.size() != 1) {
-    std::fputs("usage: ddlsim describe SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set k=v]\n"
-               "Builds the cluster and prints its devices, links by class and sample routes.\n",
-               a.help ? stdout : stderr);
+    std::fputs(
+        "usage: ddlsim describe SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set k=v]\n"
+        "Builds the cluster and prints its devices, links by class and sample routes.\n",
+        a.help ? stdout : stderr);
     return a.help ? 0 : 2;
   }
   YamlNode doc = YamlNode::load_file(a.positional[0]);
   for (const std::string& s : a.sets) doc.apply_override(s);
   YamlNode cluster_node = doc.has("cluster") ? doc["cluster"] : doc;
   std::vector<std::string> sets;
-  ClusterSpec spec = doc.has("cluster") ? ClusterSpec(cluster_node) : ClusterSpec(YamlNode::load_string(
-      fmt::format("topology: {}", a.positional[0]), "describe"));
+  ClusterSpec spec =
+      doc.has("cluster")
+          ? ClusterSpec(cluster_node)
+          : ClusterSpec(YamlNode::load_string(fmt::format("topology: {}", a.positional[0]), "describe"));
   int64_t nodes = a.option("nodes").empty() ? (spec.get("nodes") ? spec.node_counts().front() : 2)
                                             : std::stoll(a.option("nodes"));
   Cluster c = build_cluster(spec, nodes);

@@ -24,7 +24,8 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
-// A value that failed to parse, before the caller knows where it came from (rethrown as InputError with location).
+// A value that failed to parse, before the caller knows where it came from (rethrown as InputError with
+// location).
 class ValueError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

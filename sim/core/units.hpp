@@ -51,7 +51,9 @@ struct FlopRate {  // FLOP per second
   double value = 0;
 };
 
-constexpr Time transfer_time(Bytes n, Rate r) { return Time::from_seconds(n.value / r.value); }
+constexpr Time transfer_time(Bytes n, Rate r) {
+  return Time::from_seconds(n.value / r.value);
+}
 
 // Parsers for unit-suffixed strings. They throw ValueError with a one-line reason; a bare number is an error.
 // Time: ps ns us ms s min h. Bytes: B kB KB MB GB TB KiB MiB GiB TiB, and bits b kb Mb Gb Tb.

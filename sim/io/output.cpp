@@ -1,7 +1,7 @@
 #include "sim/io/output.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
@@ -56,7 +56,8 @@ void write_table(std::ostream& out, const Report& r) {
   auto line = [&](const std::vector<std::string>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       bool left = c == 0;
-      out << (c ? "  " : "") << (left ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]));
+      out << (c ? "  " : "")
+          << (left ? fmt::format("{:<{}}", row[c], width[c]) : fmt::format("{:>{}}", row[c], width[c]));
     }
     out << "\n";
   };
@@ -90,9 +91,12 @@ void write_json(std::ostream& out, const Report& r) {
       std::string key = f.key;
       for (size_t dot; (dot = key.find('.')) != std::string::npos; key = key.substr(dot + 1))
         target = &(*target)[key.substr(0, dot)];
-      if (auto s = std::get_if<std::string>(&f.value)) (*target)[key] = *s;
-      else if (auto i = std::get_if<int64_t>(&f.value)) (*target)[key] = *i;
-      else (*target)[key] = std::get<double>(f.value);
+      if (auto s = std::get_if<std::string>(&f.value))
+        (*target)[key] = *s;
+      else if (auto i = std::get_if<int64_t>(&f.value))
+        (*target)[key] = *i;
+      else
+        (*target)[key] = std::get<double>(f.value);
     }
     doc["results"].push_back(std::move(obj));
   }
@@ -104,9 +108,15 @@ void write_json(std::ostream& out, const Report& r) {
 
 void write_report(std::ostream& out, Format format, const Report& r) {
   switch (format) {
-    case Format::Table: write_table(out, r); break;
-    case Format::Csv: write_csv(out, r); break;
-    case Format::Json: write_json(out, r); break;
+    case Format::Table:
+      write_table(out, r);
+      break;
+    case Format::Csv:
+      write_csv(out, r);
+      break;
+    case Format::Json:
+      write_json(out, r);
+      break;
   }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Results as records of named fields, written as an aligned table (people), CSV or JSON (scripts). Dotted keys
+// Results as records of named fields, written as an aligned table (people), CSV or JSON (scripts). Dotted
+// keys
 // ("shares.compute") become nested objects in JSON.
 #include <cstdint>
 #include <ostream>
@@ -21,9 +22,9 @@ using Record = std::vector<Field>;
 struct Report {
   std::string scenario_name;
   std::string scenario_file;
-  std::string title;                 // table heading
+  std::string title;  // table heading
   std::vector<Record> results;
-  std::vector<std::string> notes;    // printed under the table; "notes" array in JSON
+  std::vector<std::string> notes;          // printed under the table; "notes" array in JSON
   std::vector<std::string> table_columns;  // keys shown in the table (all when empty)
 };
 

@@ -1,7 +1,7 @@
 #include "sim/io/scenario.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 namespace ddlsim {
 
@@ -13,9 +13,19 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   YamlNode root = YamlNode::load_file(path);
   for (const std::string& o : overrides) root.apply_override(o);
   if (!root.is_map()) root.fail("a scenario must be a map with name, cluster, workload and strategies");
-  root.expect_keys({"name", "description", "cluster", "workload", "strategies", "reference_gpus", "seed", "steps",
-                    "warmup_steps"});
-  Scenario s{path, root.get_string("name", path), root, ClusterSpec(root["cluster"]), root["workload"], false, "", 0, {}, 0, 1};
+  root.expect_keys({"name", "description", "cluster", "workload", "strategies", "reference_gpus", "seed",
+                    "steps", "warmup_steps"});
+  Scenario s{path,
+             root.get_string("name", path),
+             root,
+             ClusterSpec(root["cluster"]),
+             root["workload"],
+             false,
+             "",
+             0,
+             {},
+             0,
+             1};
   s.cluster.node_counts();  // validates early
   if (s.workload.has("collective")) {
     s.collective = true;
@@ -25,7 +35,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     if (std::find(kCollectives.begin(), kCollectives.end(), s.collective_kind) == kCollectives.end()) {
       std::string hint = did_you_mean(s.collective_kind, kCollectives);
       kind.fail(fmt::format("unknown collective \"{}\" (allreduce, reduce-scatter, all-gather, broadcast){}",
-                            s.collective_kind, hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
+                            s.collective_kind,
+                            hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
     }
     s.bytes = s.workload["bytes"].as_bytes().value;
   }

@@ -1,5 +1,6 @@
 #pragma once
-// A scenario file: the cluster, the workload (a training run or one collective) and the strategies to compare.
+// A scenario file: the cluster, the workload (a training run or one collective) and the strategies to
+// compare.
 #include <string>
 #include <vector>
 
@@ -9,7 +10,7 @@
 namespace ddlsim {
 
 struct StrategySpec {
-  std::string name;  // ring, rhd, tree, direct, hierarchical, ps, ddp, horovod, zero, ...
+  std::string name;   // ring, rhd, tree, direct, hierarchical, ps, ddp, horovod, zero, ...
   std::string label;  // name unless the scenario gives `label`
   YamlNode node;      // the strategy's map, for its options
 };
@@ -20,7 +21,7 @@ struct Scenario {
   YamlNode root;
   ClusterSpec cluster;
   YamlNode workload;
-  bool collective = false;     // workload is one collective rather than training
+  bool collective = false;      // workload is one collective rather than training
   std::string collective_kind;  // allreduce, reduce-scatter, all-gather, broadcast
   double bytes = 0;
   std::vector<StrategySpec> strategies;

@@ -1,6 +1,6 @@
 #pragma once
-// Perfetto / Chrome trace-event JSON of a simulated run: one track per worker (compute, loader, communication)
-// and one for collectives; open in ui.perfetto.dev or chrome://tracing.
+// Perfetto / Chrome trace-event JSON of a simulated run: one track per worker (compute, loader,
+// communication) and one for collectives; open in ui.perfetto.dev or chrome://tracing.
 #include <string>
 #include <vector>
 
@@ -9,9 +9,9 @@
 
 namespace ddlsim {
 
-// Writes the tasks of the first `max_workers` workers plus every collective. Throws InputError if the file cannot
-// be written.
-void write_perfetto_trace(const std::string& path, const TaskGraph& graph, const std::vector<TaskRecord>& records,
-                          int max_workers);
+// Writes the tasks of the first `max_workers` workers plus every collective. Throws InputError if the file
+// cannot be written.
+void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
+                          const std::vector<TaskRecord>& records, int max_workers);
 
 }  // namespace ddlsim

@@ -1,7 +1,8 @@
 #pragma once
 // Communication patterns as round plans. A plan says, for every member r and round s, which messages r sends,
-// how many it receives and how many bytes it reduces before it may start round s+1. The engine runs a plan either
-// message by message on the flow network, or (when provably identical) with the closed max-plus recursion.
+// how many it receives and how many bytes it reduces before it may start round s+1. The engine runs a plan
+// either message by message on the flow network, or (when provably identical) with the closed max-plus
+// recursion.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,15 +11,16 @@
 namespace ddlsim {
 
 enum class Algorithm : uint8_t {
-  Ring,               // ring allreduce: reduce-scatter + all-gather, n/p per step
-  HalvingDoubling,    // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
-  Tree,               // binary tree reduce to rank 0, then broadcast
-  Direct,             // every rank sends its whole buffer to every other rank: p(p-1) messages
-  Hierarchical,       // intra-node ring reduce-scatter, inter-node rings (one per local rank), intra-node all-gather
-  ReduceScatter,      // ring reduce-scatter alone (ZeRO)
-  AllGather,          // ring all-gather alone (ZeRO)
-  Broadcast,          // binary-tree broadcast from rank 0 (initial weights)
-  ParameterServer,    // workers push shards to k servers, servers aggregate, workers pull
+  Ring,             // ring allreduce: reduce-scatter + all-gather, n/p per step
+  HalvingDoubling,  // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
+  Tree,             // binary tree reduce to rank 0, then broadcast
+  Direct,           // every rank sends its whole buffer to every other rank: p(p-1) messages
+  Hierarchical,     // intra-node ring reduce-scatter, inter-node rings (one per local rank), intra-node
+                    // all-gather
+  ReduceScatter,    // ring reduce-scatter alone (ZeRO)
+  AllGather,        // ring all-gather alone (ZeRO)
+  Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
+  ParameterServer,  // workers push shards to k servers, servers aggregate, workers pull
 };
 const char* algorithm_name(Algorithm a);
 
@@ -42,7 +44,8 @@ class CollectivePlan {
   uint64_t message_count() const;
 
  protected:
-  CollectivePlan(uint32_t members, uint32_t rounds, double bytes) : members_(members), rounds_(rounds), bytes_(bytes) {}
+  CollectivePlan(uint32_t members, uint32_t rounds, double bytes)
+      : members_(members), rounds_(rounds), bytes_(bytes) {}
   uint32_t members_;
   uint32_t rounds_;
   double bytes_;

@@ -29,9 +29,10 @@ Algorithm collective_algorithm(const std::string& collective, const StrategySpec
     return Algorithm::Broadcast;
   }
   YamlNode where = s.node.is_scalar() ? s.node : s.node["name"];
-  where.fail(fmt::format("strategy \"{}\" cannot run a {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
-                         "reduce-scatter/all-gather: ring; broadcast: tree)",
-                         n, collective));
+  where.fail(
+      fmt::format("strategy \"{}\" cannot run a {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
+                  "reduce-scatter/all-gather: ring; broadcast: tree)",
+                  n, collective));
 }
 
 CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
@@ -61,7 +62,8 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
       }
       if (auto l = st.node.get("link")) {
         l->expect_keys({"bandwidth", "latency"});
-        hosts.link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
+        hosts.link =
+            LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
       }
     }
     if (dedicated) hosts.count = servers;

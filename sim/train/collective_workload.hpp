@@ -21,9 +21,10 @@ struct CollectiveResult {
 // nccl-tests bus-bandwidth factor for a collective kind on p ranks.
 double bus_factor(const std::string& collective, int64_t p);
 
-// Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError for bad strategy options.
-CollectiveResult run_collective_workload(const Scenario& scenario, const StrategySpec& strategy, int64_t nodes,
-                                         EngineOptions options = {});
+// Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError for bad strategy
+// options.
+CollectiveResult run_collective_workload(const Scenario& scenario, const StrategySpec& strategy,
+                                         int64_t nodes, EngineOptions options = {});
 
 // Strategy name to algorithm for a collective kind; fails at the strategy's node when they do not fit.
 Algorithm collective_algorithm(const std::string& collective, const StrategySpec& strategy);

@@ -11,7 +11,8 @@ const std::vector<GpuSpec>& known_gpus() {
   // A100 40GB SXM: NVIDIA A100 datasheet (19.5 FP32, 156 TF32, 312 FP16/BF16 TFLOP/s, 1555 GB/s).
   // H100 SXM: NVIDIA H100 datasheet (67 FP32, 494.5 TF32, 989.5 FP16/BF16 dense TFLOP/s, 80 GB, 3.35 TB/s).
   // GH200: NVIDIA GH200 datasheet, H100 compute with 96 GB HBM3 at 4 TB/s.
-  // MI250X GCD: AMD Instinct MI250X datasheet, per GCD = half the package (47.9 FP32 matrix, 383 FP16 -> 23.95,
+  // MI250X GCD: AMD Instinct MI250X datasheet, per GCD = half the package (47.9 FP32 matrix, 383 FP16
+  // -> 23.95,
   //             191.5 TFLOP/s; 128 GB HBM2e at 3.2 TB/s -> 64 GB, 1.6 TB/s).
   static const std::vector<GpuSpec> gpus = {
       {"p100", 10.6e12, 10.6e12, 21.2e12, 21.2e12, 16e9, 732e9},
@@ -26,20 +27,28 @@ const std::vector<GpuSpec>& known_gpus() {
 
 double GpuSpec::peak(Precision p) const {
   switch (p) {
-    case Precision::Fp32: return fp32;
-    case Precision::Tf32: return tf32;
-    case Precision::Fp16: return fp16;
-    case Precision::Bf16: return bf16;
+    case Precision::Fp32:
+      return fp32;
+    case Precision::Tf32:
+      return tf32;
+    case Precision::Fp16:
+      return fp16;
+    case Precision::Bf16:
+      return bf16;
   }
   return fp32;
 }
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::Fp32: return "fp32";
-    case Precision::Tf32: return "tf32";
-    case Precision::Fp16: return "fp16";
-    case Precision::Bf16: return "bf16";
+    case Precision::Fp32:
+      return "fp32";
+    case Precision::Tf32:
+      return "tf32";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -62,7 +71,8 @@ GpuSpec parse_gpu(const YamlNode& node) {
       names.push_back(g.name);
     }
     std::string hint = did_you_mean(name, names);
-    node.fail(fmt::format("unknown GPU \"{}\"{}", name, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+    node.fail(fmt::format("unknown GPU \"{}\"{}", name,
+                          hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
   }
   node.expect_keys({"name", "peak", "memory", "memory_bandwidth"});
   GpuSpec g;

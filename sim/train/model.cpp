@@ -1,7 +1,7 @@
 #include "sim/train/model.hpp"
 
-#include <filesystem>
 #include <fmt/format.h>
+#include <filesystem>
 
 namespace ddlsim {
 
@@ -16,7 +16,8 @@ Model parse_model(const YamlNode& m) {
       model.layers = build_architecture(arch->as_string());
     } catch (const std::invalid_argument& e) {
       std::string hint = did_you_mean(arch->as_string(), architecture_names());
-      arch->fail(fmt::format("{}{}", e.what(), hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+      arch->fail(
+          fmt::format("{}{}", e.what(), hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
     }
   } else if (auto layers = m.get("layers")) {
     for (const YamlNode& l : layers->elements()) {
@@ -46,9 +47,10 @@ Model load_model(const YamlNode& node) {
   if (!node.is_scalar()) return parse_model(node);
   namespace fs = std::filesystem;
   std::string name = node.as_string();
-  std::vector<fs::path> candidates = {fs::path(name), fs::path("models") / (name + ".yaml"),
-                                      fs::path(node.file()).parent_path() / ".." / "models" / (name + ".yaml"),
-                                      fs::path(DDLSIM_SOURCE_DIR) / "models" / (name + ".yaml")};
+  std::vector<fs::path> candidates = {
+      fs::path(name), fs::path("models") / (name + ".yaml"),
+      fs::path(node.file()).parent_path() / ".." / "models" / (name + ".yaml"),
+      fs::path(DDLSIM_SOURCE_DIR) / "models" / (name + ".yaml")};
   for (const fs::path& p : candidates)
     if (fs::is_regular_file(p)) return parse_model(YamlNode::load_file(p.lexically_normal().string()));
   node.fail(fmt::format("no model \"{}\" (looked for models/{}.yaml)", name, name));

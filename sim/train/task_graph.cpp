@@ -10,7 +10,8 @@ TaskId TaskGraph::add(const Task& t) {
   return static_cast<TaskId>(tasks_.size() - 1);
 }
 
-TaskId TaskGraph::add_compute(uint32_t resource, Time duration, int32_t worker, int32_t step, uint32_t label) {
+TaskId TaskGraph::add_compute(uint32_t resource, Time duration, int32_t worker, int32_t step,
+                              uint32_t label) {
   Task t;
   t.kind = TaskKind::Compute;
   t.category = Category::Compute;

@@ -1,13 +1,14 @@
-// The alpha-beta-gamma fit recovers known parameters from data the simulator itself generates, the calibration
-// YAML round-trips, and the replay reproduces what it was fitted on.
+// The alpha-beta-gamma fit recovers known parameters from data the simulator itself generates, the
+// calibration YAML round-trips, and the replay reproduces what it was fitted on.
 //
-// Synthetic data: one collective on an inline star of one-GPU nodes whose links never bind (1 TB/s, no latency), so
-// the comm model alone sets the time. With alpha a, bandwidth 1/b and reduce bandwidth 1/g the simulator gives
+// Synthetic data: one collective on an inline star of one-GPU nodes whose links never bind (1 TB/s, no
+// latency), so the comm model alone sets the time. With alpha a, bandwidth 1/b and reduce bandwidth 1/g the
+// simulator gives
 //   one message (two-node broadcast):  a + n b
 //   ring allreduce, p ranks:           2(p-1) a + 2(p-1)/p n b + (p-1)/p n g
 //   rhd, p a power of two:             2 log2(p) a + 2(p-1)/p n b + (p-1)/p n g
-// and the fit must return a, b, g. Parameters and sizes are chosen so every simulated time is a whole number of
-// picoseconds (the simulator's one rounding point), which makes the data exact.
+// and the fit must return a, b, g. Parameters and sizes are chosen so every simulated time is a whole number
+// of picoseconds (the simulator's one rounding point), which makes the data exact.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -29,8 +30,8 @@ struct Params {
 };
 constexpr double kReduceGBps = 20;  // gamma = 50 ps per byte
 
-double simulate(const std::string& collective, const std::string& strategy, int64_t nodes, double bytes, Params p,
-                double reduce_GBps = kReduceGBps) {
+double simulate(const std::string& collective, const std::string& strategy, int64_t nodes, double bytes,
+                Params p, double reduce_GBps = kReduceGBps) {
   std::string text = fmt::format(
       "name: synthetic\n"
       "cluster:\n"
@@ -38,7 +39,8 @@ double simulate(const std::string& collective, const std::string& strategy, int6
       "  gpus_per_node: 1\n"
       "  gpu: a100-40gb\n"
       "  network: {{kind: star, link: {{bandwidth: 1TB/s, latency: 0us}}}}\n"
-      "  comm: {{alpha_inter: {}us, bandwidth_inter: {}GB/s, reduce_bandwidth_gpu: {}GB/s, reduce_bandwidth_cpu: {}GB/s}}\n"
+      "  comm: {{alpha_inter: {}us, bandwidth_inter: {}GB/s, reduce_bandwidth_gpu: {}GB/s, "
+      "reduce_bandwidth_cpu: {}GB/s}}\n"
       "workload: {{collective: {}, bytes: {}B}}\n"
       "strategies: [{}]\n",
       nodes, p.alpha_us, p.bandwidth_GBps, reduce_GBps, reduce_GBps, collective, bytes, strategy);
@@ -78,7 +80,8 @@ Measurement pingpong(double n, Params p, bool same_node) {
   return make(MeasurementKind::PingPong, "pingpong", 2, n, simulate("broadcast", "tree", 2, n, p), same_node);
 }
 Measurement allreduce(const std::string& algo, int64_t ranks, double n, Params p, bool same_node) {
-  return make(MeasurementKind::Allreduce, algo, ranks, n, simulate("allreduce", algo, ranks, n, p), same_node);
+  return make(MeasurementKind::Allreduce, algo, ranks, n, simulate("allreduce", algo, ranks, n, p),
+              same_node);
 }
 
 void expect_rel(double got, double want, double tol, const char* what) {
@@ -113,12 +116,14 @@ TEST(CalibFit, RecoversAlphaBetaGammaFromSimulatedPingPongAndAllreduce) {
   expect_rel(fit.model.inter.ranges[0].bandwidth, 1e10, 1e-6, "bandwidth");
 }
 
-// Eager (<= 64 KiB messages) and rendezvous ranges: each simulated case uses the range its messages fall in (every
-// message of a ring or a ping-pong has one size), so the data are exactly the two-range model.
+// Eager (<= 64 KiB messages) and rendezvous ranges: each simulated case uses the range its messages fall in
+// (every message of a ring or a ping-pong has one size), so the data are exactly the two-range model.
 constexpr double kBreak = 65536;
-const Params kEager{2, 4};        // 250 ps/B
+const Params kEager{2, 4};           // 250 ps/B
 const Params kRendezvous{10, 12.5};  // 80 ps/B
-Params range_of(double message) { return message <= kBreak ? kEager : kRendezvous; }
+Params range_of(double message) {
+  return message <= kBreak ? kEager : kRendezvous;
+}
 
 std::vector<Measurement> two_range_data() {
   std::vector<Measurement> ms;
@@ -256,7 +261,8 @@ TEST(CalibReplay, ReproducesTheSimulatedRunsItWasFittedOn) {
 }
 
 TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
-  // The kernels' ps on P = 4 ranks with k = 1 runs 3 workers and the last rank as server: ps dedicated, 3 nodes.
+  // The kernels' ps on P = 4 ranks with k = 1 runs 3 workers and the last rank as server: ps dedicated, 3
+  // nodes.
   const Params p{5, 10};
   std::vector<Measurement> ms;
   for (double n = 1024; n <= 16 * 1048576.0; n *= 4) ms.push_back(pingpong(n, p, false));
@@ -265,14 +271,16 @@ TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
   o.single_range = true;
   FitResult fit = fit_comm_model(ms, o);
   const double n = 8 * 1048576.0;
-  Measurement ps = make(MeasurementKind::Allreduce, "ps", 4, n,
-                        simulate("allreduce", "{name: ps, servers: 1, placement: dedicated}", 3, n, p), false);
+  Measurement ps =
+      make(MeasurementKind::Allreduce, "ps", 4, n,
+           simulate("allreduce", "{name: ps, servers: 1, placement: dedicated}", 3, n, p), false);
   ps.servers = 1;
   ReplayResult r = replay_measurement(ps, fit);
   ASSERT_TRUE(r.replayed);
   EXPECT_NEAR(r.predicted_s / ps.time_s, 1, 1e-8);
-  Measurement colo = make(MeasurementKind::Allreduce, "ps-colocated", 4, n,
-                          simulate("allreduce", "{name: ps, servers: 4, placement: colocated}", 4, n, p), false);
+  Measurement colo =
+      make(MeasurementKind::Allreduce, "ps-colocated", 4, n,
+           simulate("allreduce", "{name: ps, servers: 4, placement: colocated}", 4, n, p), false);
   colo.servers = 4;
   r = replay_measurement(colo, fit);
   ASSERT_TRUE(r.replayed);
@@ -309,10 +317,12 @@ TEST(CalibCalibration, BadRangesNameTheKey) {
   const std::vector<Bad> cases = {
       {"comm:\n  intra:\n    - {max_bytes: 64KiB, alpha: 1us}\n    - {max_bytes: 1MiB, alpha: 2us}\n",
        "comm.intra[1].max_bytes", "last range"},
-      {"comm:\n  intra:\n    - {max_bytes: 64KiB, alpha: 1us}\n    - {max_bytes: 4KiB, alpha: 1us}\n    - {alpha: 2us}\n",
+      {"comm:\n  intra:\n    - {max_bytes: 64KiB, alpha: 1us}\n    - {max_bytes: 4KiB, alpha: 1us}\n    - "
+       "{alpha: 2us}\n",
        "comm.intra[1].max_bytes", "sorted"},
       {"comm:\n  inter:\n    - {alpha: 1us}\n    - {alpha: 2us}\n", "comm.inter[0]", "max_bytes"},
-      {"comm:\n  inter:\n    - {alpha: 1us, bandwith: 5GB/s}\n", "comm.inter[0].bandwith", "did you mean \"bandwidth\""},
+      {"comm:\n  inter:\n    - {alpha: 1us, bandwith: 5GB/s}\n", "comm.inter[0].bandwith",
+       "did you mean \"bandwidth\""},
       {"comm:\n  inter:\n    - {alpha: 1, bandwidth: 5GB/s}\n", "comm.inter[0].alpha", "needs a unit"},
   };
   for (const Bad& b : cases) {

@@ -1,5 +1,5 @@
-// Readers of measurement files: the real ddlsim-kernels sample, nccl-tests and OSU output in their genuine formats,
-// measured step times, and truncated or garbled files (InputError naming file and line).
+// Readers of measurement files: the real ddlsim-kernels sample, nccl-tests and OSU output in their genuine
+// formats, measured step times, and truncated or garbled files (InputError naming file and line).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +11,12 @@
 namespace ddlsim {
 namespace {
 
-std::string measured(const std::string& f) { return std::string(DDLSIM_SOURCE_DIR) + "/scenarios/measured/" + f; }
-std::string bad(const std::string& f) { return std::string(DDLSIM_SOURCE_DIR) + "/tests/bad_inputs/calib/" + f; }
+std::string measured(const std::string& f) {
+  return std::string(DDLSIM_SOURCE_DIR) + "/scenarios/measured/" + f;
+}
+std::string bad(const std::string& f) {
+  return std::string(DDLSIM_SOURCE_DIR) + "/tests/bad_inputs/calib/" + f;
+}
 
 TEST(CalibReaders, KernelsJsonSample) {
   std::vector<Measurement> ms = read_measurements(measured("kernels-np2.json"));
@@ -61,9 +65,11 @@ TEST(CalibReaders, NcclTestsAllReducePerf) {
 }
 
 TEST(CalibReaders, NcclTestsOlderFormatAndMultipleNodes) {
-  // nccl-tests before 2.10: no root column, "error" instead of "#wrong", rank lines without "Group". Two hosts.
+  // nccl-tests before 2.10: no root column, "error" instead of "#wrong", rank lines without "Group". Two
+  // hosts.
   const std::string text =
-      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 "
+      "validation: 1\n"
       "#\n"
       "# Using devices\n"
       "#   Rank  0 Pid   1320 on     node01 device  0 [0x00] Tesla V100-SXM2-16GB\n"
@@ -72,11 +78,15 @@ TEST(CalibReaders, NcclTestsOlderFormatAndMultipleNodes) {
       "#   Rank  3 Pid   2067 on     node02 device  1 [0x00] Tesla V100-SXM2-16GB\n"
       "#\n"
       "#                                                     out-of-place                       in-place\n"
-      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  "
+      "error\n"
       "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-      "     1048576        262144   float     sum    610.2    1.72    2.58  5e-07    608.1    1.72    2.59  5e-07\n"
-      "     2097152        524288   float     sum   1182.4    1.77    2.66  5e-07   1180.0    1.78    2.67  5e-07\n"
-      "     4194304       1048576   float     sum   2330.9    1.80    2.70  5e-07   2329.4    1.80    2.70  5e-07\n"
+      "     1048576        262144   float     sum    610.2    1.72    2.58  5e-07    608.1    1.72    2.59  "
+      "5e-07\n"
+      "     2097152        524288   float     sum   1182.4    1.77    2.66  5e-07   1180.0    1.78    2.67  "
+      "5e-07\n"
+      "     4194304       1048576   float     sum   2330.9    1.80    2.70  5e-07   2329.4    1.80    2.70  "
+      "5e-07\n"
       "# Out of bounds values : 0 OK\n"
       "# Avg bus bandwidth    : 2.65\n";
   std::vector<Measurement> ms = read_measurements_text(text, "old.txt");
@@ -93,8 +103,10 @@ TEST(CalibReaders, NcclTestsOfAnotherCollectiveIsRejected) {
   // reduce_scatter_perf prints the same columns; its busbw is algbw*(p-1)/p, not 2(p-1)/p.
   const std::string text =
       "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "     1048576         65536     float     sum      -1    100.0   10.49    7.86      0    100.0   10.49    7.86      0\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "
+      "  busbw #wrong\n"
+      "     1048576         65536     float     sum      -1    100.0   10.49    7.86      0    100.0   10.49 "
+      "   7.86      0\n"
       "# Avg bus bandwidth    : 7.86\n";
   try {
     read_measurements_text(text, "rs.txt");
@@ -172,8 +184,8 @@ TEST(CalibReaders, StepCsv) {
   EXPECT_EQ(a[1].time_s, 0.26);
   EXPECT_EQ(a[1].line, 3);
   // Throughput and batch per GPU give the step time: 8 GPUs x 64 samples / 2048 samples/s = 0.25 s.
-  std::vector<Measurement> b =
-      read_measurements_text("# measured\ngpus,throughput_samples_per_s,batch_per_gpu\n8,2048,64\n", "tp.csv");
+  std::vector<Measurement> b = read_measurements_text(
+      "# measured\ngpus,throughput_samples_per_s,batch_per_gpu\n8,2048,64\n", "tp.csv");
   ASSERT_EQ(b.size(), 1u);
   EXPECT_DOUBLE_EQ(b[0].time_s, 0.25);
   EXPECT_EQ(b[0].throughput, 2048);

@@ -1,12 +1,13 @@
 // The max-plus fast path must give exactly the flow model's time (same picosecond), whether it runs (no two
-// messages share a link at once) or falls back (it detects sharing and hands over to the flow model). Each case
-// runs one collective twice through run_collective_workload: EngineOptions{true} and EngineOptions{false}.
+// messages share a link at once) or falls back (it detects sharing and hands over to the flow model). Each
+// case runs one collective twice through run_collective_workload: EngineOptions{true} and
+// EngineOptions{false}.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <random>
 #include <string>
@@ -38,8 +39,8 @@ constexpr const char* kStar = R"(
   gpu: a100-40gb
   network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}})";
 
-// 2-level fat-tree, 4 hosts per leaf, 2:1 oversubscribed (2 spines): cross-leaf traffic of more than 2 hosts of a
-// leaf at once must share an uplink.
+// 2-level fat-tree, 4 hosts per leaf, 2:1 oversubscribed (2 spines): cross-leaf traffic of more than 2 hosts
+// of a leaf at once must share an uplink.
 constexpr const char* kFatTree = R"(
   gpus_per_node: {gpn}
   gpu: a100-40gb
@@ -51,8 +52,8 @@ constexpr const char* kFatTree = R"(
     link: {{bandwidth: 25GB/s, latency: 500ns}}
     uplink: {{bandwidth: 25GB/s, latency: 1us}})";
 
-// 4 groups of 2 routers, 2 hosts per router (16 ports: 12 GPUs + up to 2 dedicated servers), two global cables
-// per router (one cable per pair of groups), slower than the local ones.
+// 4 groups of 2 routers, 2 hosts per router (16 ports: 12 GPUs + up to 2 dedicated servers), two global
+// cables per router (one cable per pair of groups), slower than the local ones.
 constexpr const char* kDragonfly = R"(
   gpus_per_node: {gpn}
   gpu: a100-40gb
@@ -98,7 +99,7 @@ enum class Path { Fast, Slow, Either };
 
 struct Case {
   std::string name;
-  std::string cluster;     // kStar, ... (formatted with gpn)
+  std::string cluster;  // kStar, ... (formatted with gpn)
   int gpn = 1;
   int nodes = 8;
   std::string collective;  // allreduce, reduce-scatter, all-gather, broadcast
@@ -108,10 +109,11 @@ struct Case {
 };
 
 std::string yaml_of(const Case& c) {
-  return fmt::format("name: {}\ncluster:\n  nodes: {}{}{}\nworkload: {{collective: {}, bytes: 48MB}}\n"
-                     "strategies:\n  - {}\n",
-                     c.name, c.nodes, fmt::format(fmt::runtime(c.cluster), fmt::arg("gpn", c.gpn)),
-                     c.comm ? kComm : "", c.collective, c.strategy);
+  return fmt::format(
+      "name: {}\ncluster:\n  nodes: {}{}{}\nworkload: {{collective: {}, bytes: 48MB}}\n"
+      "strategies:\n  - {}\n",
+      c.name, c.nodes, fmt::format(fmt::runtime(c.cluster), fmt::arg("gpn", c.gpn)), c.comm ? kComm : "",
+      c.collective, c.strategy);
 }
 
 struct Outcome {
@@ -126,7 +128,9 @@ Outcome run_both(const Case& c) {
           run_collective_workload(sc, st, nodes, EngineOptions{false})};
 }
 
-int64_t ps_of(double seconds) { return std::llround(seconds * 1e12); }
+int64_t ps_of(double seconds) {
+  return std::llround(seconds * 1e12);
+}
 
 void check(const Case& c) {
   SCOPED_TRACE(c.name);
@@ -158,7 +162,8 @@ void check(const Case& c) {
 }
 
 // Every algorithm on one fabric (colocated PS: one server per GPU).
-std::vector<Case> all_algorithms(const std::string& fabric, const char* cluster, int gpn, int nodes, bool comm) {
+std::vector<Case> all_algorithms(const std::string& fabric, const char* cluster, int gpn, int nodes,
+                                 bool comm) {
   std::string tag = fabric + (comm ? "+comm" : "");
   int p = gpn * nodes;
   return {
@@ -194,10 +199,10 @@ TEST(EngineFastPath, StarTwoGpusPerHostGroup) {
 }
 
 TEST(EngineFastPath, StarTwoGpusPerHostGroupParameterServer) {
-  // BUG: sim/net/cluster.cpp:178 numbers dedicated server s as node `nodes + s`, but without node interiors GPU i
-  // is node i (cluster.cpp:130), so with gpus_per_node 2 and 4 nodes server0 lands in "node 4" together with gpu4
-  // and the router throws "no route inside node 4 from gpu4 to server0". Expected: the same as 8 ranks with
-  // gpus_per_node 1, and fast == flow model.
+  // BUG: sim/net/cluster.cpp:178 numbers dedicated server s as node `nodes + s`, but without node interiors
+  // GPU i is node i (cluster.cpp:130), so with gpus_per_node 2 and 4 nodes server0 lands in "node 4" together
+  // with gpu4 and the router throws "no route inside node 4 from gpu4 to server0". Expected: the same as 8
+  // ranks with gpus_per_node 1, and fast == flow model.
   for (const Case& c : all_algorithms("star gpn2", kStar, 2, 4, false)) {
     if (c.strategy.find("ps") == std::string::npos) continue;
     EXPECT_NO_THROW(check(c)) << c.name;
@@ -243,7 +248,8 @@ TEST(EngineFastPath, OversubscribedFatTree) {
   for (const Case& c : all_algorithms("fat-tree 2:1", kFatTree, 1, 16, true)) check(c);
   // With 4 GPUs per "node" (one node per leaf) the hierarchical inter-node phase runs 4 rings at once, all
   // crossing from leaf i to leaf i+1 over 2 uplinks: ring flows share uplinks, the fast path must fall back.
-  check({"fat-tree hierarchical shared uplinks", kFatTree, 4, 4, "allreduce", "hierarchical", Path::Slow, false});
+  check({"fat-tree hierarchical shared uplinks", kFatTree, 4, 4, "allreduce", "hierarchical", Path::Slow,
+         false});
   check({"fat-tree hierarchical shared uplinks+comm", kFatTree, 4, 4, "allreduce", "hierarchical", Path::Slow,
          true});
   // rhd's first exchange sends all 4 hosts of leaf 0 to leaf 2 at once: 4 flows on 2 uplinks.
@@ -289,23 +295,35 @@ TEST(EngineFastPath, RandomShapesAgreeToThePicosecond) {
     int gpn = interior ? pick(2, 4) : pick(1, 3);
     int nodes = pick(1, interior ? 4 : 9);
     if (gpn * nodes < 2) nodes = 2;
-    std::string link = fmt::format("{{bandwidth: {:.4f}GB/s, latency: {}ns}}", uniform(5, 50), pick(50, 3000));
+    std::string link =
+        fmt::format("{{bandwidth: {:.4f}GB/s, latency: {}ns}}", uniform(5, 50), pick(50, 3000));
     std::string cluster =
-        interior ? fmt::format("\n  gpu: a100-40gb\n  node: {{gpus: {}, nics: {}, gpu_link: {{kind: nvlink-mesh, "
-                               "bandwidth: {:.3f}GB/s, latency: {}ns}}, pcie: {{bandwidth: {:.3f}GB/s, latency: {}ns}}}}"
-                               "\n  network: {{kind: star, link: {}}}",
-                               gpn, pick(1, gpn), uniform(50, 300), pick(100, 900), uniform(16, 64), pick(100, 900), link)
-                 : fmt::format("\n  gpus_per_node: {}\n  gpu: a100-40gb\n  network: {{kind: star, link: {}}}", gpn, link);
+        interior
+            ? fmt::format(
+                  "\n  gpu: a100-40gb\n  node: {{gpus: {}, nics: {}, gpu_link: {{kind: nvlink-mesh, "
+                  "bandwidth: {:.3f}GB/s, latency: {}ns}}, pcie: {{bandwidth: {:.3f}GB/s, latency: {}ns}}}}"
+                  "\n  network: {{kind: star, link: {}}}",
+                  gpn, pick(1, gpn), uniform(50, 300), pick(100, 900), uniform(16, 64), pick(100, 900), link)
+            : fmt::format("\n  gpus_per_node: {}\n  gpu: a100-40gb\n  network: {{kind: star, link: {}}}", gpn,
+                          link);
     if (i % 3 == 0)
-      cluster += fmt::format("\n  comm: {{alpha_inter: {}ns, alpha_intra: {}ns, reduce_bandwidth_gpu: {:.2f}GB/s}}",
-                             pick(0, 5000), pick(0, 2000), uniform(20, 200));
+      cluster +=
+          fmt::format("\n  comm: {{alpha_inter: {}ns, alpha_intra: {}ns, reduce_bandwidth_gpu: {:.2f}GB/s}}",
+                      pick(0, 5000), pick(0, 2000), uniform(20, 200));
     // Escape braces: the cluster text goes through fmt once more in yaml_of.
     std::string escaped;
     for (char ch : cluster) escaped += ch == '{' ? "{{" : ch == '}' ? "}}" : std::string(1, ch);
     std::string collective = i % 7 == 3 ? "reduce-scatter" : i % 7 == 5 ? "all-gather" : "allreduce";
     std::string strategy = collective == "allreduce" ? strategies[i % 4] : "ring";
-    Case c{fmt::format("random #{} {} gpn={} nodes={}{}", i, strategy, gpn, nodes, interior ? " interior" : ""),
-           escaped, gpn, nodes, collective, strategy, Path::Either, false};
+    Case c{
+        fmt::format("random #{} {} gpn={} nodes={}{}", i, strategy, gpn, nodes, interior ? " interior" : ""),
+        escaped,
+        gpn,
+        nodes,
+        collective,
+        strategy,
+        Path::Either,
+        false};
     // yaml_of fixes 48 MB; use an odd byte count instead.
     std::string text = yaml_of(c);
     size_t at = text.find("48MB");
@@ -314,7 +332,8 @@ TEST(EngineFastPath, RandomShapesAgreeToThePicosecond) {
     SCOPED_TRACE(c.name);
     CollectiveResult fast = run_collective_workload(odd, odd.strategies[0], nodes, EngineOptions{true});
     CollectiveResult slow = run_collective_workload(odd, odd.strategies[0], nodes, EngineOptions{false});
-    EXPECT_EQ(ps_of(fast.time_s), ps_of(slow.time_s)) << (fast.stats.fast_collectives ? "fast path ran" : "fell back");
+    EXPECT_EQ(ps_of(fast.time_s), ps_of(slow.time_s))
+        << (fast.stats.fast_collectives ? "fast path ran" : "fell back");
     EXPECT_EQ(fast.stats.messages, slow.stats.messages);
     fast_runs += static_cast<int>(fast.stats.fast_collectives);
   }

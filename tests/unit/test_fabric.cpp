@@ -225,8 +225,9 @@ TEST(FabricDragonfly, BalancedDiameterIsThreeSwitchHops) {
     }
 }
 
-// Minimal dragonfly routing is local–global–local: the router weighs a global hop above any local detour, so every
-// inter-group route crosses exactly one global cable (fewest hops alone could pick global–global paths).
+// Minimal dragonfly routing is local–global–local: the router weighs a global hop above any local detour, so
+// every inter-group route crosses exactly one global cable (fewest hops alone could pick global–global
+// paths).
 TEST(FabricDragonfly, BalancedMinimalRoutesAreLocalGlobalLocal) {
   Fabric f(72, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 2, global_links_per_router: 2, "
                    "groups: 9"));

@@ -1,6 +1,7 @@
-// FlowNetwork used directly: the event loop lives in the test (t = next_completion(); pop every flow that ends at
-// t; resolve(t)). Hand-computed cases first, then properties on seeded random networks: capacity, the max-min
-// certificate, agreement with a from-scratch water-filling reference, scale invariance and determinism.
+// FlowNetwork used directly: the event loop lives in the test (t = next_completion(); pop every flow that
+// ends at t; resolve(t)). Hand-computed cases first, then properties on seeded random networks: capacity, the
+// max-min certificate, agreement with a from-scratch water-filling reference, scale invariance and
+// determinism.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,7 +38,8 @@ template <class Check>
 std::vector<Completion> simulate(FlowNetwork& net, const std::vector<FlowSpec>& flows, Check&& check) {
   std::vector<size_t> order(flows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
   std::vector<Completion> out;
   size_t next = 0;
   while (next < order.size() || !net.empty()) {
@@ -73,7 +75,9 @@ void expect_time(Time got, double want_s) {
   EXPECT_NEAR(got.seconds(), want_s, tol) << "got " << got.picoseconds() << " ps";
 }
 
-void expect_rate(double got, double want) { EXPECT_NEAR(got, want, want * kRel); }
+void expect_rate(double got, double want) {
+  EXPECT_NEAR(got, want, want * kRel);
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hand-computed cases
@@ -117,8 +121,8 @@ TEST(FlowNetworkBasics, KEqualFlowsOnOneLinkFinishTogetherAtKNOverB) {
 }
 
 TEST(FlowNetworkBasics, MaxMinIsNotProportional) {
-  // A crosses L1 (10) and L2 (100); B crosses L2 only. Max-min: A is held to 10 by L1, B takes the rest of L2:
-  // 90 (a proportional split of L2 would give 50/50).
+  // A crosses L1 (10) and L2 (100); B crosses L2 only. Max-min: A is held to 10 by L1, B takes the rest of
+  // L2: 90 (a proportional split of L2 would give 50/50).
   FlowNetwork net;
   LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
   LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
@@ -132,7 +136,8 @@ TEST(FlowNetworkBasics, MaxMinIsNotProportional) {
 
 TEST(FlowNetworkBasics, ThreeLevelWaterFilling) {
   // L1 (10) carries A; L2 (100) carries A, B, C; L3 (30) carries C, D.
-  // Fill: L1 fixes A at 10. L3 share 15 vs L2 share (100-10)/2 = 45: L3 fixes C, D at 15. B gets 100-10-15 = 75.
+  // Fill: L1 fixes A at 10. L3 share 15 vs L2 share (100-10)/2 = 45: L3 fixes C, D at 15. B gets 100-10-15
+  // = 75.
   FlowNetwork net;
   LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
   LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
@@ -182,7 +187,8 @@ TEST(FlowNetworkBasics, FinishingFlowReleasesBandwidth) {
   //   [t2, t3): flow 2 alone; it has 6 - 1 - 2 = 3 GB left: t3 = t2 + 3/B = 1.0 s (= total bytes / B).
   FlowNetwork net;
   LinkId l = net.add_link(Rate{10 * kGB}, Time());
-  auto done = simulate(net, {{{l}, 1 * kGB, 0, Time()}, {{l}, 3 * kGB, 0, Time()}, {{l}, 6 * kGB, 0, Time()}});
+  auto done =
+      simulate(net, {{{l}, 1 * kGB, 0, Time()}, {{l}, 3 * kGB, 0, Time()}, {{l}, 6 * kGB, 0, Time()}});
   ASSERT_EQ(done.size(), 3u);
   EXPECT_EQ(done[0].tag, 0u);
   EXPECT_EQ(done[1].tag, 1u);
@@ -199,15 +205,16 @@ TEST(FlowNetworkBasics, ReleaseAcrossLinks) {
   FlowNetwork net;
   LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
   LinkId l2 = net.add_link(Rate{100 * kGB}, Time());
-  auto done = simulate(net, {{{l1, l2}, 2 * kGB, 0, Time()}, {{l2}, 4.5 * kGB, 0, Time()}, {{l2}, 9 * kGB, 0, Time()}});
+  auto done = simulate(
+      net, {{{l1, l2}, 2 * kGB, 0, Time()}, {{l2}, 4.5 * kGB, 0, Time()}, {{l2}, 9 * kGB, 0, Time()}});
   expect_time(at(done, 1), 0.1);
   expect_time(at(done, 2), 0.15);
   expect_time(at(done, 0), 0.2);
 }
 
 TEST(FlowNetworkBasics, LateArrivalSharesTheRest) {
-  // B = 10 GB/s. A (2 GB) starts at 0, alone: by 0.1 s it has sent 1 GB. B (0.5 GB) starts at 0.1 s; both at 5:
-  // B ends at 0.1 + 0.5/5 = 0.2 s, when A has 1 - 0.5 = 0.5 GB left, alone again at 10: ends at 0.25 s.
+  // B = 10 GB/s. A (2 GB) starts at 0, alone: by 0.1 s it has sent 1 GB. B (0.5 GB) starts at 0.1 s; both at
+  // 5: B ends at 0.1 + 0.5/5 = 0.2 s, when A has 1 - 0.5 = 0.5 GB left, alone again at 10: ends at 0.25 s.
   FlowNetwork net;
   LinkId l = net.add_link(Rate{10 * kGB}, Time());
   auto done = simulate(net, {{{l}, 2 * kGB, 0, Time()}, {{l}, 0.5 * kGB, 0, Time::from_seconds(0.1)}});
@@ -220,9 +227,9 @@ TEST(FlowNetworkBasics, DisjointComponentsDoNotInteract) {
   FlowNetwork net;
   LinkId a = net.add_link(Rate{10 * kGB}, Time());
   LinkId b = net.add_link(Rate{20 * kGB}, Time());
-  auto done = simulate(net, {{{a}, 1 * kGB, 0, Time()},
-                             {{b}, 1 * kGB, 0, Time()},
-                             {{b}, 1 * kGB, 0, Time::from_seconds(0.01)}});
+  auto done = simulate(
+      net,
+      {{{a}, 1 * kGB, 0, Time()}, {{b}, 1 * kGB, 0, Time()}, {{b}, 1 * kGB, 0, Time::from_seconds(0.01)}});
   expect_time(at(done, 0), 0.1);
   // Link b: flow 1 alone for 0.01 s (0.2 GB), then both at 10: flow 1 has 0.8 GB → 0.01 + 0.08 = 0.09 s;
   // flow 2 has 1 - 0.8 = 0.2 GB left at 0.09 s, alone at 20 → 0.1 s.
@@ -284,7 +291,8 @@ FlowNetwork build(const RandomCase& c, double scale) {
 }
 
 // Max-min fair rates from scratch (textbook water-filling, no incremental state): the reference.
-std::vector<double> reference_rates(const std::vector<double>& capacity, const std::vector<std::vector<LinkId>>& routes,
+std::vector<double> reference_rates(const std::vector<double>& capacity,
+                                    const std::vector<std::vector<LinkId>>& routes,
                                     const std::vector<double>& caps) {
   size_t n = routes.size();
   std::vector<double> rate(n, 0), residual = capacity;
@@ -318,8 +326,9 @@ std::vector<double> reference_rates(const std::vector<double>& capacity, const s
 }
 
 // Checks (a) capacity, (b) the max-min certificate and (e) agreement with the reference on the active flows.
-void check_state(const FlowNetwork& net, const std::vector<double>& capacity, const std::vector<double>& cap_of_tag,
-                 const std::map<FlowId, uint64_t>& tag_of, uint64_t seed) {
+void check_state(const FlowNetwork& net, const std::vector<double>& capacity,
+                 const std::vector<double>& cap_of_tag, const std::map<FlowId, uint64_t>& tag_of,
+                 uint64_t seed) {
   std::vector<FlowId> ids = net.active_flow_ids();
   std::vector<double> load(capacity.size(), 0), top(capacity.size(), 0);
   for (FlowId f : ids)
@@ -355,14 +364,17 @@ std::vector<Completion> run_checked(const RandomCase& c, double scale, uint64_t 
   FlowNetwork net = build(c, scale);
   std::vector<double> capacity, cap_of_tag;
   for (double v : c.capacity) capacity.push_back(v * scale);
-  for (const FlowSpec& f : c.flows) cap_of_tag.push_back(f.cap > 0 ? f.cap * scale : std::numeric_limits<double>::infinity());
+  for (const FlowSpec& f : c.flows)
+    cap_of_tag.push_back(f.cap > 0 ? f.cap * scale : std::numeric_limits<double>::infinity());
   std::vector<FlowSpec> flows = c.flows;
   for (FlowSpec& f : flows) f.cap *= scale;
-  // Flow ids are recycled; track which tag each active id carries by watching add_flow through a wrapper loop.
+  // Flow ids are recycled; track which tag each active id carries by watching add_flow through a wrapper
+  // loop.
   std::map<FlowId, uint64_t> tag_of;
   std::vector<size_t> order(flows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return flows[a].start < flows[b].start; });
   std::vector<Completion> out;
   size_t next = 0;
   while (next < order.size() || !net.empty()) {
@@ -482,7 +494,8 @@ TEST(FlowNetworkProperties, CompletionTimesMatchAFluidReference) {
     std::vector<double> want = reference_finish(c);
     ASSERT_EQ(done.size(), c.flows.size());
     for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9)) << "seed " << seed << " flow " << x.tag;
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
   }
 }
 

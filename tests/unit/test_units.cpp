@@ -1,5 +1,5 @@
-// Units as types: the parsers accept only unit-suffixed quantities (GB = 1e9, GiB = 2^30, b = bit, B = byte) and
-// Time rounds to the nearest picosecond in exactly one place (Time::from_seconds).
+// Units as types: the parsers accept only unit-suffixed quantities (GB = 1e9, GiB = 2^30, b = bit, B = byte)
+// and Time rounds to the nearest picosecond in exactly one place (Time::from_seconds).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -130,11 +130,11 @@ TEST(ParseRate, BytesAndBitsPerSecond) {
 
 TEST(ParseRate, Errors) {
   auto parse = [](const std::string& s) { return parse_rate(s); };
-  EXPECT_NE(error_of(parse, "25").find("needs a unit"), std::string::npos);        // bare number
-  EXPECT_NE(error_of(parse, "25GB").find("per second"), std::string::npos);        // a size, not a rate
+  EXPECT_NE(error_of(parse, "25").find("needs a unit"), std::string::npos);  // bare number
+  EXPECT_NE(error_of(parse, "25GB").find("per second"), std::string::npos);  // a size, not a rate
   EXPECT_NE(error_of(parse, "25GBs").find("per second"), std::string::npos);
-  EXPECT_NE(error_of(parse, "25XB/s").find("unknown"), std::string::npos);         // unknown unit
-  EXPECT_NE(error_of(parse, "-25GB/s").find("positive"), std::string::npos);       // negative bandwidth
+  EXPECT_NE(error_of(parse, "25XB/s").find("unknown"), std::string::npos);    // unknown unit
+  EXPECT_NE(error_of(parse, "-25GB/s").find("positive"), std::string::npos);  // negative bandwidth
   EXPECT_NE(error_of(parse, "0GB/s").find("positive"), std::string::npos);
   EXPECT_FALSE(error_of(parse, "GB/s").empty());
   EXPECT_FALSE(error_of(parse, "inf GB/s").empty());
@@ -193,7 +193,7 @@ TEST(TimeType, RoundsHalfAwayFromZero) {
   EXPECT_EQ(Time::from_seconds(-1.75e-12).picoseconds(), -2);
   EXPECT_EQ(Time::ns(0.0004).picoseconds(), 0);
   EXPECT_EQ(Time::ns(0.0006).picoseconds(), 1);
-  EXPECT_EQ(Time::ns(0.0025).picoseconds(), 3);   // 2.5 ps: half rounds up
+  EXPECT_EQ(Time::ns(0.0025).picoseconds(), 3);    // 2.5 ps: half rounds up
   EXPECT_EQ(Time::ns(-0.0025).picoseconds(), -3);  // and away from zero below it
   EXPECT_EQ(Time::from_seconds(0).picoseconds(), 0);
 }
