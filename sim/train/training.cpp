@@ -310,18 +310,21 @@ struct Built {
 class Builder {
  public:
   Builder(const Workload& wl, const Strategy& st, const Cluster& c, uint64_t seed)
-      : wl_(wl), st_(st), c_(c), seed_(seed), p_(static_cast<uint32_t>(c.gpus.size())) {}
+      : wl_(wl),
+        st_(st),
+        c_(c),
+        seed_(seed),
+        p_(static_cast<uint32_t>(c.gpus.size())),
+        params_(static_cast<double>(total_params(wl.model.layers))) {}
 
   Built build() {
     Built out;
     TaskGraph& g = out.graph;
     g.collective_compute_slowdown = wl_.overlap_slowdown;
-    double params = 0;
-    for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
-    out.broadcast_bytes = params * 4;
+    out.broadcast_bytes = params_ * 4;
     // One-off: rank 0 broadcasts the initial weights (Horovod's broadcast_parameters, DDP's constructor).
     CollectiveTask bc;
-    bc.plan = make_plan({Algorithm::Broadcast, p_, 1, 0, params * 4});
+    bc.plan = make_plan({Algorithm::Broadcast, p_, 1, 0, params_ * 4});
     bc.members = c_.gpus;
     bc.isolated = true;
     out.broadcast = g.add_collective(std::move(bc), -1, g.label("broadcast weights"));
@@ -386,8 +389,7 @@ class Builder {
   // Forward and backward seconds per layer for one batch.
   std::vector<std::pair<double, double>> layer_times() const {
     std::vector<std::pair<double, double>> t;
-    double total_flops = 0;
-    for (const LayerSpec& l : wl_.model.layers) total_flops += l.forward_flops;
+    double total_flops = total_forward_flops(wl_.model.layers);
     double bf = wl_.backward_factor;
     for (const LayerSpec& l : wl_.model.layers) {
       double fwd;
@@ -442,10 +444,8 @@ class Builder {
     return g.add_collective(std::move(t), k, g.label(label));
   }
   double update_time(double fraction) const {
-    double params = 0;
-    for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
     // SGD with momentum streams weights, gradients and momentum: ~4 reads/writes of 4 bytes per parameter.
-    return c_.gpu.memory_bandwidth > 0 ? params * fraction * 16 / c_.gpu.memory_bandwidth : 0;
+    return c_.gpu.memory_bandwidth > 0 ? params_ * fraction * 16 / c_.gpu.memory_bandwidth : 0;
   }
 
   void build_allreduce_step(TaskGraph& g, int k, const std::vector<Bucket>& buckets,
@@ -484,10 +484,8 @@ class Builder {
                                l_upd);
         g.depend(last, upd[w]);
       }
-      double params = 0;
-      for (const LayerSpec& l : wl_.model.layers) params += static_cast<double>(l.params);
       TaskId ag =
-          collective(g, Algorithm::AllGather, params * wl_.gradient_bytes, k, "all-gather params", upd);
+          collective(g, Algorithm::AllGather, params_ * wl_.gradient_bytes, k, "all-gather params", upd);
       for (uint32_t w = 0; w < p_; ++w) g.depend(upd[w], ag);
       prev_collective.assign(1, ag);
       for (uint32_t w = 0; w < p_; ++w) prev_end[w] = ag;
@@ -555,6 +553,7 @@ class Builder {
   const Cluster& c_;
   uint64_t seed_;
   uint32_t p_;
+  double params_;  // parameters of the model
   std::vector<uint32_t> gpu_, loader_, server_cpu_;
   std::vector<std::pair<double, double>> layer_time_;
   std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
