@@ -52,10 +52,21 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
                          yaml_rate(1 / r.beta));
     }
   }
-  if (fit.gamma > 0) {
-    out += fmt::format("  reduce_bandwidth_gpu: {}  # 1/gamma\n", yaml_rate(1 / fit.gamma));
-    if (fit.model.gamma_cpu > 0)
-      out += fmt::format("  reduce_bandwidth_cpu: {}\n", yaml_rate(1 / fit.model.gamma_cpu));
+  const std::vector<ReduceRange>& rr = fit.model.reduce;
+  if (rr.size() == 1 && rr[0].gamma_gpu > 0) {
+    out += fmt::format("  reduce_bandwidth_gpu: {}  # 1/gamma\n", yaml_rate(1 / rr[0].gamma_gpu));
+    if (rr[0].gamma_cpu > 0)
+      out += fmt::format("  reduce_bandwidth_cpu: {}\n", yaml_rate(1 / rr[0].gamma_cpu));
+  } else if (rr.size() > 1) {
+    out += "  reduce:  # 1/gamma by operand size\n";
+    for (const ReduceRange& r : rr) {
+      std::vector<std::string> keys;
+      if (std::isfinite(r.max_bytes)) keys.push_back(fmt::format("max_bytes: {}", yaml_bytes(r.max_bytes)));
+      // A range whose gamma was fitted as 0 (reductions too cheap to see there) gets no bandwidth: free.
+      if (r.gamma_gpu > 0) keys.push_back(fmt::format("bandwidth_gpu: {}", yaml_rate(1 / r.gamma_gpu)));
+      if (r.gamma_cpu > 0) keys.push_back(fmt::format("bandwidth_cpu: {}", yaml_rate(1 / r.gamma_cpu)));
+      out += fmt::format("    - {{{}}}\n", fmt::join(keys, ", "));
+    }
   }
   out += fmt::format("fit: {{residual_median: {:.4g}, residual_max: {:.4g}, points: {}, gamma: {}}}\n",
                      fit.residual_median, fit.residual_max, fit.fit_points,

@@ -51,14 +51,16 @@ CostTerms cost_terms(const Measurement& m) {
   if (ring) {
     c.modelled = true;
     c.messages = {{2 * (p - 1), n / p}};
-    c.reduce_bytes = (p - 1) / p * n;
+    c.reduces = {{p - 1, n / p}};
     c.formula = "2(p-1)*a + 2(p-1)/p*n*b + (p-1)/p*n*g";
     return c;
   }
   if (m.algorithm == "rhd" && std::has_single_bit(static_cast<uint64_t>(m.ranks))) {
     c.modelled = true;
-    for (double chunk = n / 2; chunk >= n / p * 0.999; chunk /= 2) c.messages.push_back({2, chunk});
-    c.reduce_bytes = (p - 1) / p * n;
+    for (double chunk = n / 2; chunk >= n / p * 0.999; chunk /= 2) {
+      c.messages.push_back({2, chunk});
+      c.reduces.push_back({1, chunk});
+    }
     c.formula = "2log2(p)*a + 2(p-1)/p*n*b + (p-1)/p*n*g";
     return c;
   }
@@ -68,12 +70,15 @@ CostTerms cost_terms(const Measurement& m) {
 
 namespace {
 
-constexpr int kAlpha = 0, kBeta = 1, kGap = 2;
-constexpr int kGamma = 12, kCols = 13;
+// Columns of one link class's design matrix: per size range alpha, beta, gap and gamma.
+constexpr int kAlpha = 0, kBeta = 1, kGap = 2, kGammaCol = 3, kPer = 4;
+constexpr int kCols = kMaxRanges * kPer;
 constexpr double kNone = std::numeric_limits<double>::infinity();
+using Breaks = std::vector<double>;  // increasing; size + 1 ranges
+using Vec = std::array<double, kCols>;
 
-int column(int link, int range, int what) {
-  return (link * 2 + range) * 3 + what;
+int range_of(double bytes, const Breaks& bp) {
+  return static_cast<int>(std::lower_bound(bp.begin(), bp.end(), bytes) - bp.begin());
 }
 
 struct Row {
@@ -82,23 +87,27 @@ struct Row {
   double t;
 };
 
-using Vec = std::array<double, kCols>;
-
-Vec design(const CostTerms& c, const std::array<double, 2>& bp) {
+Vec design(const CostTerms& c, const Breaks& bp) {
   Vec a{};
   for (const CostTerms::Messages& msg : c.messages) {
-    int range = msg.bytes <= bp[static_cast<size_t>(c.link)] ? 0 : 1;
-    a[static_cast<size_t>(column(c.link, range, c.streamed ? kGap : kAlpha))] += msg.count;
-    a[static_cast<size_t>(column(c.link, range, kBeta))] += msg.count * msg.bytes;
+    size_t base = static_cast<size_t>(range_of(msg.bytes, bp) * kPer);
+    a[base + (c.streamed ? kGap : kAlpha)] += msg.count;
+    a[base + kBeta] += msg.count * msg.bytes;
   }
-  a[kGamma] = c.reduce_bytes;
+  for (const CostTerms::Messages& r : c.reduces)
+    a[static_cast<size_t>(range_of(r.bytes, bp) * kPer + kGammaCol)] += r.count * r.bytes;
   return a;
+}
+
+bool is_beta(int col) {
+  return col % kPer == kBeta;
 }
 
 struct Solution {
   Vec x{};
   std::array<bool, kCols> touched{};  // some fit row has this parameter
   double ssr = 0;
+  int parameters = 0;  // fitted (not clamped) parameters
   bool clamped_gamma = false;
 };
 
@@ -128,21 +137,22 @@ bool solve_dense(std::vector<std::vector<double>> m, std::vector<double> b, std:
 }
 
 // Minimises sum((a_i.x - t_i)/t_i)^2 with alpha, gap and gamma >= 0 and every beta > 0.
-std::optional<Solution> solve(const std::vector<Row>& rows, const std::array<double, 2>& bp,
-                              bool with_gamma) {
+std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bool with_gamma) {
   std::vector<Vec> a;
   Solution s;
   for (const Row& r : rows) {
     Vec v = design(r.terms, bp);
-    for (double& e : v) e /= r.t;
-    if (!with_gamma) v[kGamma] = 0;
-    for (int j = 0; j < kCols; ++j)
-      s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || v[static_cast<size_t>(j)] != 0;
+    for (int j = 0; j < kCols; ++j) {
+      double& e = v[static_cast<size_t>(j)];
+      e = with_gamma || j % kPer != kGammaCol ? e / r.t : 0;
+      s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || e != 0;
+    }
     a.push_back(v);
   }
   std::array<bool, kCols> active = s.touched;
+  std::vector<int> cols;
   while (true) {
-    std::vector<int> cols;
+    cols.clear();
     for (int j = 0; j < kCols; ++j)
       if (active[static_cast<size_t>(j)]) cols.push_back(j);
     if (cols.size() > a.size()) return std::nullopt;
@@ -167,22 +177,21 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const std::array<dou
     // The most negative overhead (in units of its effect) is fixed at zero; then refit.
     int worst = -1;
     double worst_z = 0;
-    for (size_t i = 0; i < k; ++i) {
-      bool beta = cols[i] != kGamma && cols[i] % 3 == kBeta;
-      if (!beta && z[i] < worst_z) {
+    for (size_t i = 0; i < k; ++i)
+      if (!is_beta(cols[i]) && z[i] < worst_z) {
         worst_z = z[i];
         worst = cols[i];
       }
-    }
     if (worst >= 0) {
       active[static_cast<size_t>(worst)] = false;
-      if (worst == kGamma) s.clamped_gamma = true;
+      if (worst % kPer == kGammaCol) s.clamped_gamma = true;
       continue;
     }
     for (int j : cols)
-      if (j != kGamma && j % 3 == kBeta && s.x[static_cast<size_t>(j)] <= 0) return std::nullopt;
+      if (is_beta(j) && s.x[static_cast<size_t>(j)] <= 0) return std::nullopt;
     break;
   }
+  s.parameters = static_cast<int>(cols.size());
   for (const Vec& v : a) {
     double pred = 0;
     for (int j = 0; j < kCols; ++j) pred += v[static_cast<size_t>(j)] * s.x[static_cast<size_t>(j)];
@@ -191,25 +200,44 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const std::array<dou
   return s;
 }
 
-// Breakpoints worth trying for one link class: message sizes with at least three fit rows on each side.
-std::vector<double> candidates(const std::vector<Row>& rows, int link) {
-  std::set<double> sizes;
+// Fit rows with a message in each range of bp.
+std::vector<size_t> rows_per_range(const std::vector<Row>& rows, const Breaks& bp) {
+  std::vector<size_t> count(bp.size() + 1, 0);
+  std::vector<bool> hit;
+  for (const Row& r : rows) {
+    hit.assign(bp.size() + 1, false);
+    for (const auto& m : r.terms.messages) hit[static_cast<size_t>(range_of(m.bytes, bp))] = true;
+    for (size_t i = 0; i < hit.size(); ++i) count[i] += hit[i];
+  }
+  return count;
+}
+
+// Breakpoint sets worth trying for one link class: none, then one or two message sizes, with at least three
+// fit rows in every range.
+std::vector<Breaks> candidates(const std::vector<Row>& rows) {
+  std::set<double> set;
   for (const Row& r : rows)
-    if (r.terms.link == link)
-      for (const auto& m : r.terms.messages) sizes.insert(m.bytes);
-  std::vector<double> out;
-  for (double b : sizes) {
-    size_t below = 0, above = 0;
-    for (const Row& r : rows) {
-      if (r.terms.link != link) continue;
-      bool lo = false, hi = false;
-      for (const auto& m : r.terms.messages) (m.bytes <= b ? lo : hi) = true;
-      below += lo;
-      above += hi;
-    }
-    if (below >= 3 && above >= 3) out.push_back(b);
+    for (const auto& m : r.terms.messages) set.insert(m.bytes);
+  std::vector<double> sizes(set.begin(), set.end());
+  std::vector<Breaks> out{{}};
+  auto enough = [&](const Breaks& bp) {
+    std::vector<size_t> n = rows_per_range(rows, bp);
+    return std::all_of(n.begin(), n.end(), [](size_t c) { return c >= 3; });
+  };
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (!enough({sizes[i]})) continue;
+    out.push_back({sizes[i]});
+    for (size_t j = i + 1; j < sizes.size(); ++j)
+      if (enough({sizes[i], sizes[j]})) out.push_back({sizes[i], sizes[j]});
   }
   return out;
+}
+
+// Bayesian information criterion of a fit: more ranges must pay for their parameters. Residuals below 1e-9
+// relative count as exact, so exact synthetic data pick the fewest ranges that reproduce them.
+double bic(const Solution& s, size_t n) {
+  double dn = static_cast<double>(n);
+  return dn * std::log(std::max(s.ssr, dn * 1e-18) / dn) + s.parameters * std::log(dn);
 }
 
 std::string bytes_text(double b) {
@@ -224,23 +252,66 @@ std::string bytes_text(double b) {
   return fmt::format("{:g} {}", v, units[u]);
 }
 
+struct ClassFit {
+  Solution s;
+  Breaks bp;
+  bool folded = false;
+};
+
+// The best breakpoints for one link class's rows: given ones, none, or the set with the lowest BIC.
+std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions& o, std::string& note) {
+  std::vector<Breaks> cands;
+  if (o.single_range)
+    cands = {{}};
+  else if (!o.breakpoints.empty())
+    cands = {o.breakpoints};
+  else
+    cands = candidates(rows);
+  if (cands.size() == 1 && !o.single_range && o.breakpoints.empty())
+    note = "too few message sizes for a breakpoint (three fit rows in every range needed): one range";
+  bool any_reduce =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.terms.reduces.empty(); });
+  std::optional<ClassFit> best;
+  double best_score = 0;
+  for (const Breaks& bp : cands) {
+    if (bp.size() + 1 > kMaxRanges) continue;
+    ClassFit f{{}, bp, false};
+    std::optional<Solution> s = solve(rows, bp, true);
+    if (!s && any_reduce) {
+      s = solve(rows, bp, false);
+      f.folded = true;
+    }
+    if (!s) continue;
+    f.s = *s;
+    double score = bic(f.s, rows.size());
+    if (!best || score < best_score) {
+      best = f;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double model_time(const CostTerms& c, const FitResult& fit) {
   const FittedClass& cls = fit.link[c.link];
   if (!c.modelled || !cls.measured) return std::nan("");
-  double t = c.reduce_bytes * fit.gamma;
+  double t = 0;
   for (const CostTerms::Messages& m : c.messages) {
     const FittedRange& r = cls.lookup(m.bytes);
     t += m.count * ((c.streamed ? r.gap : r.alpha) + m.bytes * r.beta);
   }
+  for (const CostTerms::Messages& m : c.reduces) t += m.count * m.bytes * cls.lookup(m.bytes).gamma;
   return t;
 }
 
 FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o) {
+  if (o.breakpoints.size() + 1 > kMaxRanges)
+    throw InputError({}, "", fmt::format("at most {} breakpoints", kMaxRanges - 1));
   FitResult out;
   out.points.resize(ms.size());
-  std::vector<Row> rows;
+  std::array<std::vector<Row>, 2> rows;
   bool cpu_side = false;
   for (size_t i = 0; i < ms.size(); ++i) {
     CostTerms c = cost_terms(ms[i]);
@@ -251,9 +322,9 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
       continue;
     out.points[i].in_fit = true;
     cpu_side = cpu_side || ms[i].tool != "nccl-tests";
-    rows.push_back({i, c, ms[i].time_s});
+    rows[static_cast<size_t>(c.link)].push_back({i, c, ms[i].time_s});
   }
-  if (rows.empty())
+  if (rows[0].empty() && rows[1].empty())
     throw InputError(
         {}, "",
         fmt::format(
@@ -263,108 +334,103 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
             o.max_ranks < std::numeric_limits<int64_t>::max()
                 ? fmt::format(" and ranks <= {} (raise --fit-max-ranks)", o.max_ranks)
                 : ""));
-  std::array<std::vector<double>, 2> cands;
-  for (int link : {kIntraNode, kInterNode}) {
-    auto& c = cands[static_cast<size_t>(link)];
-    bool present = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.terms.link == link; });
-    if (!present || o.single_range)
-      c = {kNone};
-    else if (o.breakpoint)
-      c = {*o.breakpoint};
-    else
-      c = candidates(rows, link);
-    if (c.empty()) {
-      c = {kNone};
-      out.notes.push_back(
-          fmt::format("{}: too few message sizes for a breakpoint (three fit rows on each side "
-                      "needed): one range",
-                      link_class_name(link)));
-    }
-  }
-  bool any_reduce =
-      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.terms.reduce_bytes > 0; });
-  std::optional<Solution> best;
-  std::array<double, 2> best_bp{kNone, kNone};
-  bool best_folded = false;
-  for (double b0 : cands[0])
-    for (double b1 : cands[1]) {
-      std::array<double, 2> bp{b0, b1};
-      bool folded = false;
-      std::optional<Solution> s = solve(rows, bp, true);
-      if (!s && any_reduce) {
-        s = solve(rows, bp, false);
-        folded = true;
-      }
-      if (s && (!best || s->ssr < best->ssr)) {
-        best = s;
-        best_bp = bp;
-        best_folded = folded;
-      }
-    }
-  if (!best)
-    throw InputError(
-        {}, "",
-        "cannot fit: alpha and beta are not separable with these measurements (each link class and "
-        "message-size range needs at least two message sizes; try --breakpoint none)");
 
-  const Solution& s = *best;
+  // The reduction cost is a property of the device, not the link: the class with more reducing rows gives it.
+  int reduce_class = -1;
+  size_t reduce_rows[2] = {0, 0};
+  for (int link : {kIntraNode, kInterNode})
+    for (const Row& r : rows[static_cast<size_t>(link)]) reduce_rows[link] += !r.terms.reduces.empty();
+  if (reduce_rows[0] + reduce_rows[1] > 0) reduce_class = reduce_rows[0] >= reduce_rows[1] ? 0 : 1;
+
   for (int link : {kIntraNode, kInterNode}) {
+    const std::vector<Row>& cr = rows[static_cast<size_t>(link)];
+    if (cr.empty()) continue;
+    std::string note;
+    std::optional<ClassFit> f = fit_class(cr, o, note);
+    if (!note.empty()) out.notes.push_back(fmt::format("{}: {}", link_class_name(link), note));
+    if (!f)
+      throw InputError(
+          {}, "",
+          fmt::format("cannot fit {}: alpha and beta are not separable with these measurements (each "
+                      "message-size range needs at least two message sizes; try --breakpoint none)",
+                      link_class_name(link)));
     FittedClass& cls = out.link[link];
-    for (int range : {0, 1}) {
-      size_t beta = static_cast<size_t>(column(link, range, kBeta));
-      if (!s.touched[beta]) continue;
+    const Solution& s = f->s;
+    for (size_t range = 0; range <= f->bp.size(); ++range) {
+      size_t base = range * kPer;
+      if (!s.touched[base + kBeta]) continue;
       FittedRange r;
-      r.max_bytes = range == 0 ? best_bp[static_cast<size_t>(link)] : kNone;
-      r.alpha = s.x[static_cast<size_t>(column(link, range, kAlpha))];
-      r.beta = s.x[beta];
-      r.gap = s.x[static_cast<size_t>(column(link, range, kGap))];
-      r.alpha_measured = s.touched[static_cast<size_t>(column(link, range, kAlpha))];
-      r.gap_measured = s.touched[static_cast<size_t>(column(link, range, kGap))];
-      for (const Row& row : rows) {
-        if (row.terms.link != link) continue;
-        for (const auto& m : row.terms.messages)
-          if ((m.bytes <= best_bp[static_cast<size_t>(link)]) == (range == 0)) {
-            ++r.points;
-            break;
-          }
-      }
+      r.max_bytes = range < f->bp.size() ? f->bp[range] : kNone;
+      r.alpha = s.x[base + kAlpha];
+      r.beta = s.x[base + kBeta];
+      r.gap = s.x[base + kGap];
+      r.gamma = s.x[base + kGammaCol];
+      r.alpha_measured = s.touched[base + kAlpha];
+      r.gap_measured = s.touched[base + kGap];
+      r.gamma_measured = s.touched[base + kGammaCol] && !f->folded;
+      r.points = rows_per_range(cr, f->bp)[range];
       cls.ranges.push_back(r);
     }
     if (cls.ranges.empty()) continue;
     cls.measured = true;
     cls.ranges.back().max_bytes = kNone;
+    // A range no reducing row reached borrows gamma from its nearest measured neighbour below, else above.
+    for (size_t i = 0; i < cls.ranges.size(); ++i)
+      if (!cls.ranges[i].gamma_measured)
+        for (size_t d = 1; d < cls.ranges.size(); ++d) {
+          if (i >= d && cls.ranges[i - d].gamma_measured) {
+            cls.ranges[i].gamma = cls.ranges[i - d].gamma;
+            break;
+          }
+          if (i + d < cls.ranges.size() && cls.ranges[i + d].gamma_measured) {
+            cls.ranges[i].gamma = cls.ranges[i + d].gamma;
+            break;
+          }
+        }
     CommClass& mc = link == kIntraNode ? out.model.intra : out.model.inter;
     mc.ranges.clear();
     for (const FittedRange& r : cls.ranges) {
-      CommRange cr;
-      cr.max_bytes = r.max_bytes;
-      cr.alpha = Time::from_seconds(r.alpha);
-      cr.bandwidth = 1 / r.beta;
-      mc.ranges.push_back(cr);
+      CommRange range;
+      range.max_bytes = r.max_bytes;
+      range.alpha = Time::from_seconds(r.alpha);
+      range.bandwidth = 1 / r.beta;
+      mc.ranges.push_back(range);
     }
-    if (cls.ranges.size() == 2)
-      out.notes.push_back(fmt::format("{}: breakpoint {} ({})", link_class_name(link),
-                                      bytes_text(best_bp[static_cast<size_t>(link)]),
-                                      o.breakpoint ? "given" : "least total squared relative error"));
+    if (cls.ranges.size() > 1) {
+      std::vector<std::string> bps;
+      for (double b : f->bp) bps.push_back(bytes_text(b));
+      out.notes.push_back(fmt::format("{}: breakpoint{} {} ({})", link_class_name(link),
+                                      bps.size() > 1 ? "s" : "", fmt::join(bps, ", "),
+                                      o.breakpoints.empty() ? "lowest BIC of 1 to 3 ranges" : "given"));
+    }
+    for (size_t i = 0; i < cls.ranges.size(); ++i)
+      if (cls.ranges[i].alpha_measured && cls.ranges[i].alpha == 0)
+        out.notes.push_back(fmt::format(
+            "{}: alpha {} fitted negative, fixed at 0", link_class_name(link),
+            i + 1 < cls.ranges.size() ? fmt::format("up to {}", bytes_text(cls.ranges[i].max_bytes))
+            : i > 0                   ? fmt::format("above {}", bytes_text(cls.ranges[i - 1].max_bytes))
+                                      : std::string("")));
+    if (link != reduce_class) {
+      if (reduce_class >= 0 && reduce_rows[link] > 0)
+        out.notes.push_back(fmt::format("{}: its gamma is not used (the {} class has more reducing rows)",
+                                        link_class_name(link), link_class_name(reduce_class)));
+      continue;
+    }
+    out.gamma_folded = f->folded;
+    out.gamma_measured = !f->folded;
+    out.model.reduce.clear();
     for (const FittedRange& r : cls.ranges)
-      if (r.alpha_measured && r.alpha == 0)
-        out.notes.push_back(fmt::format("{}: alpha up to {} fitted negative, fixed at 0",
-                                        link_class_name(link), bytes_text(r.max_bytes)));
+      out.model.reduce.push_back({r.max_bytes, r.gamma, cpu_side ? r.gamma : 0});
+    if (f->folded)
+      out.notes.push_back(
+          "gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. one "
+          "rank count and no ping-pong), so the fitted bandwidth is an effective one that includes "
+          "the reduction");
+    else if (s.clamped_gamma)
+      out.notes.push_back(
+          "gamma fitted negative in a range, fixed at 0: reductions cost nothing measurable there");
   }
-  out.gamma = s.x[kGamma];
-  out.gamma_measured = any_reduce && !best_folded;
-  out.gamma_folded = any_reduce && best_folded;
-  if (out.gamma_folded)
-    out.notes.push_back(
-        "gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. one "
-        "rank count and no ping-pong), so the fitted bandwidth is an effective one that includes "
-        "the reduction");
-  else if (!any_reduce)
-    out.notes.push_back("gamma not measured (no allreduce data): 0");
-  else if (s.clamped_gamma)
-    out.notes.push_back("gamma fitted negative, fixed at 0: reductions cost nothing measurable here");
-  out.model.gamma_gpu = out.gamma;
-  out.model.gamma_cpu = cpu_side ? out.gamma : 0;
+  if (reduce_class < 0) out.notes.push_back("gamma not measured (no allreduce data): 0");
 
   std::vector<double> errors;
   for (size_t i = 0; i < ms.size(); ++i) {

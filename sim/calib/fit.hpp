@@ -1,20 +1,24 @@
 #pragma once
-// Fits the alpha-beta(-gamma) model of DESIGN.md ("The network model") to measurements: per link class
-// (inside a node / across nodes) and per message-size range (eager up to a breakpoint, rendezvous above it) a
-// per-message overhead alpha and a per-byte cost beta = 1/bandwidth, plus one per-byte reduction cost gamma:
+// Fits the alpha-beta-gamma model of DESIGN.md ("The network model") to measurements: per link class (inside
+// a node / across nodes) and per message-size range (one to three: e.g. eager, rendezvous in cache,
+// rendezvous from memory) a per-message overhead alpha, a per-byte cost beta = 1/bandwidth and a per-byte
+// reduction cost gamma for operands of that size:
 //
 //   ping-pong (one way)      t = a + n b
-//   ring allreduce, p ranks  t = 2(p-1) a + 2(p-1)/p n b + (p-1)/p n g        (messages of n/p)
+//   ring allreduce, p ranks  t = 2(p-1) a + 2(p-1)/p n b + (p-1)/p n g        (messages and operands of n/p)
 //   Rabenseifner (rhd)       t = 2 log2(p) a + 2(p-1)/p n b + (p-1)/p n g     (messages n/2, n/4, ..., n/p)
 //   streaming (osu_bw)       t = gap + n b                                     (per message; gap: pipelined
 //   overhead)
 //
-// Each message pays the alpha and beta of the range its own size falls in (a ring's messages are n/p, not n).
-// Least squares weighted by 1/t^2 (relative errors), solved through the small normal equations; alpha, gap
-// and gamma are kept >= 0 by fixing a negative one at 0 and refitting. With ping-pong and allreduce data beta
-// and gamma separate; with allreduce data alone (every row with the same gamma/beta ratio) gamma is folded
-// into an effective beta, and the result says so. Allreduce results of nccl-tests and OSU are modelled as
-// ring (NCCL's default; MPI libraries choose per size, which the fit cannot know).
+// Each message pays the alpha and beta of the range its own size falls in (a ring's messages are n/p, not n),
+// each reduced operand the gamma of its range. Least squares weighted by 1/t^2 (relative errors), solved
+// through the small normal equations; alpha, gap and gamma are kept >= 0 by fixing a negative one at 0 and
+// refitting. The number of ranges and their breakpoints (message sizes with three fit rows in every range)
+// minimise the Bayesian information criterion, so a range is added only when it pays for its parameters.
+// With ping-pong and allreduce data beta and gamma separate; with allreduce data alone (every row with the
+// same gamma/beta ratio) gamma is folded into an effective beta, and the result says so. Allreduce results of
+// nccl-tests and OSU are modelled as ring (NCCL's default; MPI libraries choose per size, which the fit
+// cannot know).
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -27,6 +31,7 @@
 namespace ddlsim {
 
 constexpr int kIntraNode = 0;
+constexpr int kMaxRanges = 3;  // message-size ranges per link class
 constexpr int kInterNode = 1;
 const char* link_class_name(int link);  // "intra", "inter"
 
@@ -39,15 +44,15 @@ struct CostTerms {
   bool modelled = false;  // false: no closed form here (kernels ps, direct, mpi_allreduce; step times; p < 2)
   int link = kInterNode;
   std::vector<Messages> messages;
-  double reduce_bytes = 0;  // bytes reduced on the critical path (gamma)
-  bool streamed = false;    // osu_bw: the per-message cost is a pipelined gap, not alpha
-  std::string formula;      // human-readable, for the residual table
+  std::vector<Messages> reduces;  // operands reduced on the critical path (gamma), by size
+  bool streamed = false;          // osu_bw: the per-message cost is a pipelined gap, not alpha
+  std::string formula;            // human-readable, for the residual table
 };
 CostTerms cost_terms(const Measurement& m);
 
 struct FitOptions {
-  std::optional<double> breakpoint;  // bytes: the largest eager message, for both link classes
-  bool single_range = false;         // no breakpoint: one range per class
+  std::vector<double> breakpoints;  // bytes, increasing: the largest message of each range but the last
+  bool single_range = false;        // no breakpoint: one range per class
   double max_bytes =
       std::numeric_limits<double>::infinity();              // fit only measurements up to this per-rank size
   int64_t max_ranks = std::numeric_limits<int64_t>::max();  // ... and up to this many ranks
@@ -59,9 +64,11 @@ struct FittedRange {
   double alpha = 0;                                            // seconds per message
   double beta = 0;                                             // seconds per byte
   double gap = 0;                                              // seconds per streamed message (osu_bw only)
+  double gamma = 0;  // seconds per byte reduced in operands of this size
   bool alpha_measured = false;
   bool gap_measured = false;
-  size_t points = 0;  // fit rows with a message in this range
+  bool gamma_measured = false;  // a reducing fit row had operands here (else borrowed from a neighbour)
+  size_t points = 0;            // fit rows with a message in this range
 };
 
 struct FittedClass {
@@ -80,10 +87,9 @@ struct FitPoint {
 
 struct FitResult {
   FittedClass link[2];
-  double gamma = 0;
   bool gamma_measured = false;   // separated from beta
   bool gamma_folded = false;     // allreduce data only: gamma is inside the fitted beta
-  CommModel model;               // the fitted classes (unmeasured ones ideal), gamma on GPU and CPU
+  CommModel model;               // the fitted classes (unmeasured ones ideal), reduce ranges on GPU and CPU
   std::vector<FitPoint> points;  // one per input measurement, same order
   size_t fit_points = 0;
   double residual_median = 0;  // |relative error| over the fit points

@@ -26,7 +26,7 @@ namespace ddlsim::cli {
 namespace {
 
 constexpr const char* kCalibrateHelp =
-    R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZE|none] [--check]
+    R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZES|none] [--check]
                         [--fit-max-bytes SIZE] [--fit-max-ranks N] [--cores N]
                         [--ranks N] [--ranks-per-node R] [--same-node] [--format table|csv|json]
 
@@ -36,8 +36,9 @@ of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests
 osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s; listed, not fitted).
 
   --out FILE          write the fitted comm: model as YAML (see sim/calib/README.md)
-  --breakpoint SIZE   largest eager message (e.g. 64KiB); default: chosen from the measured sizes;
-                      none: one range per link class
+  --breakpoint SIZES  the largest message of each message-size range but the last, one or two (e.g. 64KiB or
+                      2KiB,4MiB); default: one to three ranges chosen from the measured sizes by the lowest
+                      Bayesian information criterion; none: one range per link class
   --check             fit on a subset (--fit-max-bytes, default 4MiB; --fit-max-ranks, default 2), then replay
                       every measured case in the simulator and report measured vs simulated, per case and in
                       summary, held-out cases apart
@@ -162,7 +163,7 @@ std::string stats_text(const Stats& s) {
 Report parameter_report(const FitResult& fit, const std::string& title) {
   Report r;
   r.title = title;
-  r.table_columns = {"link", "range", "alpha_us", "bandwidth_GBps", "gap_us", "points"};
+  r.table_columns = {"link", "range", "alpha_us", "bandwidth_GBps", "reduce_GBps", "gap_us", "points"};
   for (int link : {kIntraNode, kInterNode}) {
     const FittedClass& cls = fit.link[link];
     for (size_t i = 0; i < cls.ranges.size(); ++i) {
@@ -173,17 +174,11 @@ Report parameter_report(const FitResult& fit, const std::string& title) {
       if (std::isfinite(fr.max_bytes)) rec.push_back({"max_bytes", static_cast<int64_t>(fr.max_bytes)});
       rec.push_back({"alpha_us", fr.alpha * 1e6});
       rec.push_back({"bandwidth_GBps", 1 / fr.beta / 1e9});
+      if (fr.gamma > 0 && fit.gamma_measured) rec.push_back({"reduce_GBps", 1 / fr.gamma / 1e9});
       if (fr.gap_measured) rec.push_back({"gap_us", fr.gap * 1e6});
       rec.push_back({"points", static_cast<int64_t>(fr.points)});
       r.results.push_back(rec);
     }
-  }
-  if (fit.gamma_measured || fit.gamma_folded) {
-    Record rec{{"section", std::string("parameter")},
-               {"link", std::string("reduce")},
-               {"range", std::string(fit.gamma_folded ? "folded" : "gamma")}};
-    if (fit.gamma > 0) rec.push_back({"bandwidth_GBps", 1 / fit.gamma / 1e9});
-    r.results.push_back(rec);
   }
   r.notes = fit.notes;
   r.notes.push_back(fmt::format("fit: {} measurements, median |relative error| {:.4f}, worst {:.4f}",
@@ -210,10 +205,19 @@ int calibrate_command(const std::vector<std::string>& args) {
 
   FitOptions fo;
   if (auto b = a.option("breakpoint"); !b.empty()) {
-    if (b == "none")
+    if (b == "none") {
       fo.single_range = true;
-    else
-      fo.breakpoint = parse_size_option("breakpoint", b);
+    } else {
+      std::stringstream ss(b);
+      for (std::string item; std::getline(ss, item, ',');)
+        fo.breakpoints.push_back(parse_size_option("breakpoint", item));
+      if (!std::is_sorted(fo.breakpoints.begin(), fo.breakpoints.end()) ||
+          std::adjacent_find(fo.breakpoints.begin(), fo.breakpoints.end()) != fo.breakpoints.end() ||
+          fo.breakpoints.size() + 1 > kMaxRanges)
+        throw InputError({"--breakpoint", 0, 0}, "",
+                         fmt::format("--breakpoint takes up to {} increasing sizes (e.g. 2KiB,4MiB) or none",
+                                     kMaxRanges - 1));
+    }
   }
   std::string max_bytes = a.option("fit-max-bytes", check ? "4MiB" : "");
   if (!max_bytes.empty()) fo.max_bytes = parse_size_option("fit-max-bytes", max_bytes);

@@ -77,6 +77,39 @@ std::string find_calibration_file(const YamlNode& node) {
 
 }  // namespace
 
+namespace {
+
+// max_bytes of item i of a size-range list: every item but the last has one, increasing.
+double range_bound(const YamlNode& n, size_t i, size_t count, double previous) {
+  bool last = i + 1 == count;
+  if (auto mb = n.get("max_bytes")) {
+    if (last) mb->fail("the last range must not have max_bytes: it covers every larger size");
+    double b = mb->as_bytes().value;
+    if (i > 0 && b <= previous) mb->fail("ranges must be sorted by increasing max_bytes");
+    return b;
+  }
+  if (!last) n.fail("missing required key \"max_bytes\" (every range but the last has one)");
+  return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+std::vector<ReduceRange> parse_reduce_ranges(const YamlNode& list) {
+  std::vector<ReduceRange> out;
+  std::vector<YamlNode> items = list.elements();
+  if (items.empty()) list.fail("list at least one range");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const YamlNode& n = items[i];
+    n.expect_keys({"max_bytes", "bandwidth_gpu", "bandwidth_cpu"});
+    ReduceRange r;
+    r.max_bytes = range_bound(n, i, items.size(), out.empty() ? 0 : out.back().max_bytes);
+    if (auto b = n.get("bandwidth_gpu")) r.gamma_gpu = 1.0 / b->as_rate().value;
+    if (auto b = n.get("bandwidth_cpu")) r.gamma_cpu = 1.0 / b->as_rate().value;
+    out.push_back(r);
+  }
+  return out;
+}
+
 CommClass parse_comm_ranges(const YamlNode& list) {
   CommClass c;
   c.ranges.clear();
@@ -86,15 +119,7 @@ CommClass parse_comm_ranges(const YamlNode& list) {
     const YamlNode& n = items[i];
     n.expect_keys({"max_bytes", "alpha", "bandwidth", "efficiency"});
     CommRange r;
-    bool last = i + 1 == items.size();
-    if (auto mb = n.get("max_bytes")) {
-      if (last) mb->fail("the last range must not have max_bytes: it covers every larger message");
-      r.max_bytes = mb->as_bytes().value;
-      if (!c.ranges.empty() && r.max_bytes <= c.ranges.back().max_bytes)
-        mb->fail("ranges must be sorted by increasing max_bytes");
-    } else if (!last) {
-      n.fail("missing required key \"max_bytes\" (every range but the last has one)");
-    }
+    r.max_bytes = range_bound(n, i, items.size(), c.ranges.empty() ? 0 : c.ranges.back().max_bytes);
     if (auto a = n.get("alpha")) r.alpha = a->as_time();
     if (auto b = n.get("bandwidth")) r.bandwidth = b->as_rate().value;
     if (auto e = n.get("efficiency")) {
@@ -109,7 +134,7 @@ CommClass parse_comm_ranges(const YamlNode& list) {
 CommModel parse_comm_model(const YamlNode& comm) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
-                    "calibration", "intra", "inter"});
+                    "calibration", "intra", "inter", "reduce"});
   CommModel m;
   // A calibration file gives the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -120,8 +145,12 @@ CommModel parse_comm_model(const YamlNode& comm) {
   }
   m.intra = parse_comm_class(comm, "intra", m.intra);
   m.inter = parse_comm_class(comm, "inter", m.inter);
-  if (auto g = comm.get("reduce_bandwidth_gpu")) m.gamma_gpu = 1.0 / g->as_rate().value;
-  if (auto g = comm.get("reduce_bandwidth_cpu")) m.gamma_cpu = 1.0 / g->as_rate().value;
+  if (auto r = comm.get("reduce")) m.reduce = parse_reduce_ranges(*r);
+  // A flat reduce bandwidth applies to every operand size.
+  if (auto g = comm.get("reduce_bandwidth_gpu"))
+    for (ReduceRange& r : m.reduce) r.gamma_gpu = 1.0 / g->as_rate().value;
+  if (auto g = comm.get("reduce_bandwidth_cpu"))
+    for (ReduceRange& r : m.reduce) r.gamma_cpu = 1.0 / g->as_rate().value;
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

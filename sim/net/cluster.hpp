@@ -54,5 +54,7 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
 CommModel parse_comm_model(const YamlNode& comm);
 // One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
 CommClass parse_comm_ranges(const YamlNode& list);
+// `reduce:` list: [{max_bytes, bandwidth_gpu, bandwidth_cpu}, ...], by operand size, the last unbounded.
+std::vector<ReduceRange> parse_reduce_ranges(const YamlNode& list);
 
 }  // namespace ddlsim

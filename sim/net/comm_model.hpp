@@ -27,12 +27,24 @@ struct CommClass {
   }
 };
 
+// Reduction cost by operand size: summing a 64 KiB chunk runs from cache, a 64 MiB one from memory.
+struct ReduceRange {
+  double max_bytes = std::numeric_limits<double>::infinity();  // operands up to this size (inclusive)
+  double gamma_gpu = 0;                                        // seconds per byte reduced on a GPU
+  double gamma_cpu = 0;  // seconds per byte aggregated on a CPU (parameter servers)
+};
+
 struct CommModel {
-  CommClass intra;         // both ends in one node
-  CommClass inter;         // across nodes
-  double gamma_gpu = 0;    // seconds per byte reduced on a GPU
-  double gamma_cpu = 0;    // seconds per byte aggregated on a CPU (parameter servers)
+  CommClass intra;                                                // both ends in one node
+  CommClass inter;                                                // across nodes
+  std::vector<ReduceRange> reduce = std::vector<ReduceRange>(1);  // sorted by max_bytes, last one unbounded
   uint32_t multipath = 1;  // split each transfer over this many routes (1 = minimal only)
+  // Seconds to reduce `bytes` arriving in operands of `operand` bytes each, on a CPU or a GPU.
+  double reduce_seconds(double bytes, double operand, bool cpu) const {
+    for (const ReduceRange& r : reduce)
+      if (operand <= r.max_bytes || &r == &reduce.back()) return bytes * (cpu ? r.gamma_cpu : r.gamma_gpu);
+    return 0;
+  }
 };
 
 }  // namespace ddlsim

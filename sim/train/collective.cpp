@@ -225,6 +225,7 @@ class ParameterServerPlan : public CollectivePlan {
   double reduce_bytes(uint32_t r, uint32_t s) const override {
     return s == 0 && r >= workers_ ? (workers_ - 1) * (bytes_ / servers_) : 0;
   }
+  double reduce_operand(uint32_t, uint32_t) const override { return bytes_ / servers_; }
 
  private:
   uint32_t workers_, servers_;

@@ -37,6 +37,12 @@ class CollectivePlan {
   virtual void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const = 0;
   virtual uint32_t receives(uint32_t r, uint32_t s) const = 0;
   virtual double reduce_bytes(uint32_t r, uint32_t s) const = 0;
+  // Size of one operand of that reduction (what decides whether it runs from cache): by default each
+  // received message is one operand.
+  virtual double reduce_operand(uint32_t r, uint32_t s) const {
+    uint32_t n = receives(r, s);
+    return n > 0 ? reduce_bytes(r, s) / n : reduce_bytes(r, s);
+  }
   // Rounds with the same class have the same messages for every member (used to skip periodic rounds).
   virtual uint32_t round_class(uint32_t s) const { return s; }
   // Bytes a member contributes (n): for reports (algbw = n / time).

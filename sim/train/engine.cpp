@@ -243,7 +243,7 @@ Time Engine::reduce_delay(const CollectiveRun& run, uint32_t member, uint32_t ro
   double bytes = run.plan->reduce_bytes(member, round);
   if (bytes <= 0) return Time();
   bool cpu = run.spec->reduce_on_cpu_for_servers && member >= run.spec->first_server;
-  return Time::from_seconds(bytes * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu));
+  return Time::from_seconds(comm_.reduce_seconds(bytes, run.plan->reduce_operand(member, round), cpu));
 }
 
 void Engine::start_collective(TaskId t) {
@@ -478,7 +478,8 @@ bool Engine::try_fast_collective(TaskId t) {
       double rb = plan.reduce_bytes(r, s);
       bool cpu = spec.reduce_on_cpu_for_servers && r >= spec.first_server;
       int64_t reduce =
-          rb > 0 ? Time::from_seconds(rb * (cpu ? comm_.gamma_cpu : comm_.gamma_gpu)).picoseconds() : 0;
+          rb > 0 ? Time::from_seconds(comm_.reduce_seconds(rb, plan.reduce_operand(r, s), cpu)).picoseconds()
+                 : 0;
       next[r] = std::max({start[r], send_end[r], arrive[r]}) + reduce;
     }
     if (s >= 1 && plan.round_class(s) == plan.round_class(s - 1)) {

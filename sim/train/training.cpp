@@ -522,8 +522,8 @@ class Builder {
         for (uint32_t w = 0; w < p_; ++w) {
           TaskId push = g.add_transfer(c_.gpus[w], server(j), bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(seg[w][c], push);
-          aggs[w] = g.add_delay(Time::from_seconds(bytes * c_.comm.gamma_cpu), Category::Communication,
-                                static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
+          aggs[w] = g.add_delay(Time::from_seconds(c_.comm.reduce_seconds(bytes, bytes, true)),
+                                Category::Communication, static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
           g.depend(push, aggs[w]);
           g.depend(aggs[w], barrier);
         }

@@ -88,6 +88,12 @@ void expect_rel(double got, double want, double tol, const char* what) {
   EXPECT_NEAR(got / want, 1.0, tol) << what << ": got " << got << ", want " << want;
 }
 
+// Every fitted range of a class, and the model's reduce ranges, carry one gamma.
+void expect_gamma(const FitResult& fit, int link, double gamma) {
+  for (const FittedRange& r : fit.link[link].ranges) expect_rel(r.gamma, gamma, 1e-6, "range gamma");
+  for (const ReduceRange& r : fit.model.reduce) expect_rel(r.gamma_gpu, gamma, 1e-6, "model gamma");
+}
+
 TEST(CalibFit, RecoversAlphaBetaGammaFromSimulatedPingPongAndAllreduce) {
   const Params p{5, 10};  // alpha 5 us, beta 100 ps/B
   std::vector<Measurement> ms;
@@ -107,7 +113,7 @@ TEST(CalibFit, RecoversAlphaBetaGammaFromSimulatedPingPongAndAllreduce) {
   expect_rel(r.beta, 1e-10, 1e-6, "beta");
   EXPECT_TRUE(fit.gamma_measured);
   EXPECT_FALSE(fit.gamma_folded);
-  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+  expect_gamma(fit, kInterNode, 1 / (kReduceGBps * 1e9));
   EXPECT_EQ(fit.fit_points, ms.size());
   EXPECT_LT(fit.residual_max, 1e-6);
   // The CommModel carries the same numbers.
@@ -144,7 +150,7 @@ void expect_two_ranges(const FitResult& fit) {
   expect_rel(c.ranges[0].beta, 1 / 4e9, 1e-6, "eager beta");
   expect_rel(c.ranges[1].alpha, 10e-6, 1e-6, "rendezvous alpha");
   expect_rel(c.ranges[1].beta, 1 / 12.5e9, 1e-6, "rendezvous beta");
-  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+  expect_gamma(fit, kIntraNode, 1 / (kReduceGBps * 1e9));
   EXPECT_LT(fit.residual_max, 1e-6);
 }
 
@@ -158,11 +164,61 @@ TEST(CalibFit, FindsTheBreakpointBetweenEagerAndRendezvous) {
 
 TEST(CalibFit, UsesAGivenBreakpoint) {
   FitOptions o;
-  o.breakpoint = kBreak;
+  o.breakpoints = {kBreak};
   expect_two_ranges(fit_comm_model(two_range_data(), o));
   // A wrong breakpoint cannot explain the data.
-  o.breakpoint = 16384;
+  o.breakpoints = {16384};
   EXPECT_GT(fit_comm_model(two_range_data(), o).residual_max, 1e-3);
+}
+
+// Three ranges, as on a CPU whose caches hold messages up to a few MiB: eager (<= 64 KiB), rendezvous from
+// cache (<= 4 MiB) and rendezvous from memory, where copies and reductions run slower. Each case's messages
+// and operands (n/p for a ring) have one size, so the data are exactly the three-range model with a gamma per
+// range:
+//   t = a_r + n b_r (ping-pong),  2(p-1) a_r + 2(p-1)/p n b_r + (p-1)/p n g_r (ring),  r = range of n/p.
+constexpr double kCacheBreak = 4 * 1048576.0;
+const Params kMemory{10, 6.25};  // 160 ps/B
+constexpr double kMemoryReduceGBps = 5;
+std::vector<Measurement> three_range_data() {
+  auto params = [](double m) { return m <= kBreak ? kEager : m <= kCacheBreak ? kRendezvous : kMemory; };
+  auto reduce = [](double m) { return m <= kCacheBreak ? kReduceGBps : kMemoryReduceGBps; };
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 64 * 1048576.0; n *= 2) ms.push_back(pingpong(n, params(n), true));
+  for (int64_t ranks : {2, 4})
+    for (double n = 4096; n <= 256 * 1048576.0; n *= 2) {
+      double m = n / static_cast<double>(ranks);
+      ms.push_back(make(MeasurementKind::Allreduce, "ring", ranks, n,
+                        simulate("allreduce", "ring", ranks, n, params(m), reduce(m)), true));
+    }
+  return ms;
+}
+
+TEST(CalibFit, FindsThreeRangesWithAGammaEach) {
+  FitResult fit = fit_comm_model(three_range_data());
+  const FittedClass& c = fit.link[kIntraNode];
+  ASSERT_EQ(c.ranges.size(), 3u);
+  EXPECT_EQ(c.ranges[0].max_bytes, kBreak);
+  EXPECT_EQ(c.ranges[1].max_bytes, kCacheBreak);
+  expect_rel(c.ranges[0].beta, 1 / 4e9, 1e-6, "eager beta");
+  expect_rel(c.ranges[1].alpha, 10e-6, 1e-6, "cache alpha");
+  expect_rel(c.ranges[1].beta, 1 / 12.5e9, 1e-6, "cache beta");
+  expect_rel(c.ranges[2].alpha, 10e-6, 1e-6, "memory alpha");
+  expect_rel(c.ranges[2].beta, 1 / 6.25e9, 1e-6, "memory beta");
+  expect_rel(c.ranges[1].gamma, 1 / (kReduceGBps * 1e9), 1e-6, "cache gamma");
+  expect_rel(c.ranges[2].gamma, 1 / (kMemoryReduceGBps * 1e9), 1e-6, "memory gamma");
+  EXPECT_LT(fit.residual_max, 1e-6);
+  // The model reduces by operand size; the replay, which simulates each case with all ranges, is exact.
+  ASSERT_EQ(fit.model.reduce.size(), 3u);
+  EXPECT_NEAR(fit.model.reduce_seconds(1e6, 1e6, false), 1e6 / (kReduceGBps * 1e9), 1e-15);
+  EXPECT_NEAR(fit.model.reduce_seconds(1e8, 1e8, false), 1e8 / (kMemoryReduceGBps * 1e9), 1e-15);
+  for (const Measurement& m : three_range_data()) {
+    SCOPED_TRACE(fmt::format("{} p={} n={}", m.algorithm, m.ranks, m.bytes));
+    ReplayResult r = replay_measurement(m, fit);
+    ASSERT_TRUE(r.replayed) << r.note;
+    EXPECT_NEAR(r.predicted_s / m.time_s, 1, 1e-8);
+  }
+  // Two-range data stay two ranges: a third must pay for its parameters (BIC), and exact data cannot.
+  EXPECT_EQ(fit_comm_model(two_range_data()).link[kIntraNode].ranges.size(), 2u);
 }
 
 TEST(CalibFit, SeparatesLinkClasses) {
@@ -184,7 +240,8 @@ TEST(CalibFit, SeparatesLinkClasses) {
   expect_rel(fit.link[kIntraNode].ranges[0].beta, 1 / 20e9, 1e-6, "intra beta");
   expect_rel(fit.link[kInterNode].ranges[0].alpha, 4e-6, 1e-6, "inter alpha");
   expect_rel(fit.link[kInterNode].ranges[0].beta, 1 / 5e9, 1e-6, "inter beta");
-  expect_rel(fit.gamma, 1 / (kReduceGBps * 1e9), 1e-6, "gamma");
+  expect_gamma(fit, kIntraNode, 1 / (kReduceGBps * 1e9));
+  expect_gamma(fit, kInterNode, 1 / (kReduceGBps * 1e9));
 }
 
 TEST(CalibFit, FoldsGammaWhenOnlyOneRankCountOfAllreduceIsKnown) {
@@ -198,7 +255,7 @@ TEST(CalibFit, FoldsGammaWhenOnlyOneRankCountOfAllreduceIsKnown) {
   FitResult fit = fit_comm_model(ms, o);
   EXPECT_TRUE(fit.gamma_folded);
   EXPECT_FALSE(fit.gamma_measured);
-  EXPECT_EQ(fit.gamma, 0);
+  EXPECT_EQ(fit.model.reduce.at(0).gamma_gpu, 0);
   const FittedRange& r = fit.link[kInterNode].ranges[0];
   expect_rel(r.alpha, 5e-6, 1e-6, "alpha");
   expect_rel(r.beta, 1e-10 + 0.5 / (kReduceGBps * 1e9), 1e-6, "effective beta");
@@ -304,8 +361,12 @@ TEST(CalibCalibration, YamlRoundTrips) {
   EXPECT_EQ(m.intra.ranges[1].alpha, Time::us(10));
   EXPECT_NEAR(m.intra.ranges[0].bandwidth / 4e9, 1, 1e-8);
   EXPECT_NEAR(m.intra.ranges[1].bandwidth / 12.5e9, 1, 1e-8);
-  EXPECT_NEAR(m.gamma_gpu * kReduceGBps * 1e9, 1, 1e-8);
-  EXPECT_NEAR(m.gamma_cpu * kReduceGBps * 1e9, 1, 1e-8);
+  ASSERT_EQ(m.reduce.size(), 2u);  // a gamma per message-size range (here the same one)
+  EXPECT_EQ(m.reduce[0].max_bytes, kBreak);
+  for (const ReduceRange& r : m.reduce) {
+    EXPECT_NEAR(r.gamma_gpu * kReduceGBps * 1e9, 1, 1e-6);
+    EXPECT_NEAR(r.gamma_cpu * kReduceGBps * 1e9, 1, 1e-6);
+  }
   // The comm map alone reads the same.
   EXPECT_EQ(load_calibration(doc["comm"]).intra.ranges.size(), 2u);
 }
@@ -324,6 +385,12 @@ TEST(CalibCalibration, BadRangesNameTheKey) {
       {"comm:\n  inter:\n    - {alpha: 1us, bandwith: 5GB/s}\n", "comm.inter[0].bandwith",
        "did you mean \"bandwidth\""},
       {"comm:\n  inter:\n    - {alpha: 1, bandwidth: 5GB/s}\n", "comm.inter[0].alpha", "needs a unit"},
+      {"comm:\n  reduce:\n    - {max_bytes: 1MiB, bandwidth_gpu: 5GB/s}\n    - {max_bytes: 64KiB}\n    - "
+       "{bandwidth_gpu: 1GB/s}\n",
+       "comm.reduce[1].max_bytes", "sorted"},
+      {"comm:\n  reduce:\n    - {bandwidth_gpu: 5GB/s}\n    - {bandwidth_gpu: 1GB/s}\n", "comm.reduce[0]",
+       "max_bytes"},
+      {"comm:\n  reduce:\n    - {bandwith_gpu: 5GB/s}\n", "comm.reduce[0].bandwith_gpu", "did you mean"},
   };
   for (const Bad& b : cases) {
     SCOPED_TRACE(b.text);
@@ -358,7 +425,7 @@ TEST(CalibFit, PublishedFormatSamplesFit) {
   ASSERT_TRUE(osu.link[kInterNode].measured);
   EXPECT_FALSE(osu.link[kIntraNode].measured);
   EXPECT_TRUE(osu.gamma_measured);
-  EXPECT_GT(osu.gamma, 0);
+  EXPECT_GT(osu.model.reduce.back().gamma_gpu, 0);
   for (const FittedRange& r : osu.link[kInterNode].ranges) {
     EXPECT_GT(r.beta, 0);
     EXPECT_GE(r.alpha, 0);
