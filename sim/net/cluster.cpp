@@ -44,23 +44,28 @@ Time get_time(const YamlNode& n, const char* key) {
 
 // A link class is either flat keys (alpha_intra, efficiency_intra, bandwidth_intra) or a list of message-size
 // ranges (`intra: [{max_bytes: 2KiB, alpha: .., bandwidth: ..}, {alpha: .., bandwidth: ..}]`, the form
-// `ddlsim calibrate` writes); `base` is what a calibration file gave.
+// `ddlsim calibrate` writes). `c` is the base (a topology's or a calibration file's): a list replaces it, a
+// flat key sets its field in every range of it and leaves the other fields alone.
 CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix, CommClass c) {
   if (auto list = comm.get(suffix)) {
     if (comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix))
       list->fail(fmt::format("give either {} or the flat *_{} keys, not both", suffix, suffix));
     return parse_comm_ranges(*list);
   }
-  CommRange flat;
-  if (auto a = comm.get("alpha_" + suffix)) flat.alpha = a->as_time();
+  std::optional<double> efficiency;
   if (auto e = comm.get("efficiency_" + suffix)) {
-    flat.efficiency = e->as_fraction();
-    if (flat.efficiency <= 0 || flat.efficiency > 1) e->fail("efficiency must be in (0, 1]");
+    efficiency = e->as_fraction();
+    if (*efficiency <= 0 || *efficiency > 1) e->fail("efficiency must be in (0, 1]");
   }
-  if (auto b = comm.get("bandwidth_" + suffix)) flat.bandwidth = b->as_rate().value;
-  bool any =
-      comm.has("alpha_" + suffix) || comm.has("efficiency_" + suffix) || comm.has("bandwidth_" + suffix);
-  if (any) c.ranges.assign(1, flat);
+  std::optional<Time> alpha;
+  if (auto a = comm.get("alpha_" + suffix)) alpha = a->as_time();
+  std::optional<double> bandwidth;
+  if (auto b = comm.get("bandwidth_" + suffix)) bandwidth = b->as_rate().value;
+  for (CommRange& r : c.ranges) {
+    if (alpha) r.alpha = *alpha;
+    if (efficiency) r.efficiency = *efficiency;
+    if (bandwidth) r.bandwidth = *bandwidth;
+  }
   return c;
 }
 
@@ -131,17 +136,17 @@ CommClass parse_comm_ranges(const YamlNode& list) {
   return c;
 }
 
-CommModel parse_comm_model(const YamlNode& comm) {
+CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
                     "calibration", "intra", "inter", "reduce"});
-  CommModel m;
-  // A calibration file gives the base; keys next to `calibration:` override it.
+  CommModel m = base;
+  // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
     YamlNode doc = YamlNode::load_file(find_calibration_file(*cal));
     YamlNode inner = doc["comm"];
     if (inner.has("calibration")) inner["calibration"].fail("a calibration file cannot name another one");
-    m = parse_comm_model(inner);
+    m = parse_comm_model(inner, base);
   }
   m.intra = parse_comm_class(comm, "intra", m.intra);
   m.inter = parse_comm_class(comm, "inter", m.inter);
@@ -167,6 +172,11 @@ ClusterSpec::ClusterSpec(const YamlNode& cluster) : cluster_(cluster) {
     file_keys.erase(file_keys.begin());  // a topology file cannot point at another one
     topology_->expect_keys(file_keys);
   }
+}
+
+std::optional<YamlNode> ClusterSpec::topology_get(const std::string& key) const {
+  if (topology_) return topology_->get(key);
+  return std::nullopt;
 }
 
 std::optional<YamlNode> ClusterSpec::get(const std::string& key) const {
@@ -208,7 +218,9 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
   c.name = spec.name();
   c.nodes = static_cast<int>(nodes);
   c.gpu = parse_gpu(spec.require("gpu"));
-  if (auto comm = spec.get("comm")) c.comm = parse_comm_model(*comm);
+  // The scenario's comm keys apply on top of its topology's, one key at a time.
+  if (auto comm = spec.topology_get("comm")) c.comm = parse_comm_model(*comm);
+  if (auto comm = spec.scenario_node().get("comm")) c.comm = parse_comm_model(*comm, c.comm);
   YamlNode network = spec.require("network");
   std::vector<VertexId> endpoints;
   std::optional<YamlNode> node = spec.get("node");

@@ -18,7 +18,9 @@ class ClusterSpec {
  public:
   // `cluster` is the scenario's cluster map; a `topology:` key names topologies/<name>.yaml or a path.
   explicit ClusterSpec(const YamlNode& cluster);
+  // A key of the scenario's map, else of its topology's.
   std::optional<YamlNode> get(const std::string& key) const;
+  std::optional<YamlNode> topology_get(const std::string& key) const;  // the topology's alone
   YamlNode require(const std::string& key) const;
   std::string name() const;
   std::vector<int64_t> node_counts() const;  // `nodes`: a number or a list (a sweep)
@@ -50,8 +52,9 @@ struct ServerHosts {
 // Throws InputError naming the key for anything wrong, including a fabric that cannot connect every endpoint.
 Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts& servers = {});
 
-// Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel.
-CommModel parse_comm_model(const YamlNode& comm);
+// Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel, on top of
+// `base` (a topology's comm under a scenario's).
+CommModel parse_comm_model(const YamlNode& comm, const CommModel& base = {});
 // One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
 CommClass parse_comm_ranges(const YamlNode& list);
 // `reduce:` list: [{max_bytes, bandwidth_gpu, bandwidth_cpu}, ...], by operand size, the last unbounded.
