@@ -21,6 +21,11 @@ struct LoaderSpec {
   double fs_bandwidth = 0;             // bytes/s shared by all workers (0: unbounded)
   double gpu_cost = 0;                 // GPU seconds per sample (DALI on the GPU)
   int prefetch = 2;
+  // Per-(worker, step) spread of the file-system read alone, lognormal with mean 1 and this cv, independent
+  // of the compute jitter: a batch's share of a saturated shared file system is uneven (clients' requests
+  // queue at the storage servers). A batch takes max(decode, read · Y) · j, j the workload jitter of that
+  // worker and step.
+  double fs_cv = 0;
 };
 
 struct Workload {
@@ -47,7 +52,8 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (n.is_scalar()) {
     l.kind = n.as_string();
   } else {
-    n.expect_keys({"kind", "threads", "per_thread", "filesystem", "gpu_cost", "prefetch", "source"});
+    n.expect_keys(
+        {"kind", "threads", "per_thread", "filesystem", "filesystem_cv", "gpu_cost", "prefetch", "source"});
     l.kind = n["kind"].as_string();
   }
   // Defaults per kind; every number can be overridden in the scenario (and should cite its source there).
@@ -67,6 +73,11 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (auto v = n.get("filesystem")) l.fs_bandwidth = v->as_rate().value;
   if (auto v = n.get("gpu_cost")) l.gpu_cost = v->as_time().seconds();
   if (auto v = n.get("prefetch")) l.prefetch = static_cast<int>(v->as_int());
+  if (auto v = n.get("filesystem_cv")) {
+    l.fs_cv = v->as_fraction();
+    if (l.fs_cv < 0) v->fail("filesystem_cv must be >= 0");
+    if (l.fs_bandwidth <= 0) v->fail("filesystem_cv needs a filesystem bandwidth");
+  }
   if (l.kind != "synthetic" && (l.threads <= 0 || l.per_thread <= 0))
     n.fail("threads and per_thread must be positive");
   if (l.prefetch < 1) n["prefetch"].fail("prefetch must be at least 1");
@@ -119,20 +130,27 @@ Workload parse_workload(const Scenario& sc) {
   return wl;
 }
 
-// Deterministic per (seed, worker, step) standard normal by Box-Muller on splitmix64 bits.
-double normal01(uint64_t seed, uint64_t worker, uint64_t step) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step);
+// Deterministic per (seed, worker, step, stream) standard normal by Box-Muller; stream 0 is the workload
+// jitter, 2 the file system's (independent draws).
+double normal01(uint64_t seed, uint64_t worker, uint64_t step, uint64_t stream = 0) {
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step ^ (stream << 56));
   double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
   double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+}
+
+// Lognormal with mean 1 and coefficient of variation cv, from a standard normal z.
+double lognormal_factor(double cv, double z) {
+  if (cv <= 0) return 1;
+  double sigma = std::sqrt(std::log(1 + cv * cv));
+  return std::exp(sigma * z - sigma * sigma / 2);
 }
 
 double jitter_factor(const Workload& wl, uint64_t seed, uint64_t worker, uint64_t step) {
   if (wl.jitter == "none" || wl.jitter_cv <= 0) return 1;
   double z = normal01(seed, worker, step);
   if (wl.jitter == "normal") return std::max(0.1, 1 + wl.jitter_cv * z);
-  double sigma = std::sqrt(std::log(1 + wl.jitter_cv * wl.jitter_cv));
-  return std::exp(sigma * z - sigma * sigma / 2);  // mean 1
+  return lognormal_factor(wl.jitter_cv, z);
 }
 
 struct Bucket {
@@ -332,7 +350,14 @@ class Builder {
     loader_.resize(p_);
     for (uint32_t w = 0; w < p_; ++w) gpu_[w] = g.add_resource(), loader_[w] = g.add_resource();
     layer_time_ = layer_times();
-    double rate = loader_rate();
+    const LoaderSpec& ls = wl_.loader;
+    // A batch: CPU decode at threads · per_thread, read from the file system at this worker's share of its
+    // bandwidth; the two overlap (threads decode while others read), so the slower bounds the batch.
+    const bool loads = ls.kind != "synthetic";
+    const double decode = loads ? wl_.batch / (ls.threads * ls.per_thread) : 0;
+    const double read = loads && ls.fs_bandwidth > 0 && wl_.model.bytes_per_sample > 0
+                            ? wl_.batch * wl_.model.bytes_per_sample * p_ / ls.fs_bandwidth
+                            : 0;
     out.step_end.assign(p_, {});
     std::vector<TaskId> prev_end(p_, out.broadcast);
     std::vector<std::vector<TaskId>> forwards(p_);
@@ -346,9 +371,10 @@ class Builder {
       std::vector<std::vector<TaskId>> seg(p_);
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
-        TaskId load = rate > 0 ? g.add_delay(Time::from_seconds(wl_.batch / rate * j), Category::Io,
-                                             static_cast<int32_t>(w), k, l_load, loader_[w])
-                               : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
+        double y = lognormal_factor(ls.fs_cv, normal01(seed_, w, static_cast<uint64_t>(k), 2));
+        TaskId load = loads ? g.add_delay(Time::from_seconds(std::max(decode, read * y) * j), Category::Io,
+                                          static_cast<int32_t>(w), k, l_load, loader_[w])
+                            : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
         if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
         TaskId first = load;
         if (wl_.loader.gpu_cost > 0) {
@@ -408,15 +434,6 @@ class Builder {
     double s = 0;
     for (const auto& lt : layer_time_) s += lt.first;
     return s;
-  }
-  // Samples per second one worker's loader delivers: CPU threads, capped by its share of the file system.
-  double loader_rate() const {
-    const LoaderSpec& l = wl_.loader;
-    if (l.kind == "synthetic") return 0;
-    double r = l.threads * l.per_thread;
-    if (l.fs_bandwidth > 0 && wl_.model.bytes_per_sample > 0)
-      r = std::min(r, l.fs_bandwidth / (wl_.model.bytes_per_sample * p_));
-    return r;
   }
   std::vector<Bucket> sync_buckets() const {
     if (st_.kind == "ps") return make_buckets(wl_, st_.chunk, st_.chunk);

@@ -99,6 +99,12 @@ TEST(Aach2023, NativeLoaderDdp) {
     EXPECT_LE(at(pts, std::string("resnet50-") + fw + "-native/" + fw + "/512/efficiency_max").abs_error,
               0.05)
         << fw;
+  // Table 2(a), DDP native: once the shared file system is the bottleneck, batches arrive unevenly (loader
+  // filesystem_cv) and the ranks that have their data wait inside the allreduce for the slowest one: 0.77 at
+  // 256 and 0.83 at 512 GPUs, held within ±0.08.
+  for (int g : {256, 512})
+    EXPECT_LE(at(pts, "resnet50-ddp-native/ddp/" + std::to_string(g) + "/share_allreduce").abs_error, 0.08)
+        << g;
 }
 
 TEST(Aach2023, DaliScalesBetterThanNative) {
@@ -164,12 +170,16 @@ TEST(Aach2023, RuntimeRatio4To1024ResNet50) {
 
 TEST(Aach2023, KnownMisses) {
   // Not reproduced (see the closing notes of the validation issue): the simulator gives Horovod and DeepSpeed
-  // with the native loader the same file-system-bound E_G as DDP at 128 GPUs (0.84 vs 0.50 / 0.33), and
-  // ResNet-152's Table 2 share below 1024 GPUs is 0.09-0.16 low. Checked to still miss, so that a model
-  // change that fixes them is noticed and they move into the held tests above.
+  // with the native loader the same file-system-bound E_G as DDP at 128 GPUs (0.79 vs 0.50 / 0.33:
+  // loader-bound with a prefetch buffer, the framework's communication tail hides behind the next batch's
+  // load), and ResNet-152's Table 2 share below 1024 GPUs is 0.09-0.16 low. With the native loader's
+  // file-system spread, the ResNet-50 native AllReduce share at 128 GPUs is too high (≈0.8 vs 0.49: in the
+  // simulator it jumps to its file-system-bound level as soon as the file system saturates). Checked to still
+  // miss, so that a model change that fixes them is noticed and they move into the held tests above.
   auto native = validate("resnet50-native.yaml");
   EXPECT_GT(at(native, "resnet50-horovod-native/horovod/128/efficiency").abs_error, 0.05);
   EXPECT_GT(at(native, "resnet50-deepspeed-native/deepspeed/128/efficiency").abs_error, 0.05);
+  EXPECT_GT(at(native, "resnet50-ddp-native/ddp/128/share_allreduce").abs_error, 0.08);
   auto r152 = validate("resnet152-dali-cpu.yaml");
   EXPECT_GT(at(r152, "resnet152-ddp-dali/ddp/64/share_allreduce").abs_error, 0.08);
 }
