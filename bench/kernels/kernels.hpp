@@ -1,6 +1,9 @@
 #pragma once
-// The communication kernels. Allreduce kernels are out of place like MPI_Allreduce: `input` is this
-// rank's gradient, `output` receives the element-wise float sum over the contributing ranks.
+// The communication kernels. Allreduce kernels work in place, like the allreduce on gradient buckets in
+// PyTorch-DDP and Horovod (MPI_IN_PLACE): `output` holds this rank's gradient when the kernel starts (the
+// caller copies it there before the clock starts) and the element-wise float sum over the contributing ranks
+// when it returns. `input` is the same gradient, read-only, for kernels that must send the original after
+// they started summing into `output` (direct, the parameter-server push).
 
 #include <algorithm>
 #include <cassert>
@@ -16,18 +19,20 @@ namespace ddlsim::kernels {
 
 // Ring allreduce (Patarasuk & Yuan): p-1 reduce-scatter steps then p-1 all-gather steps, each moving
 // one of p nearly equal chunks to the right neighbour. Any p; the count need not divide by p.
-void ring_allreduce(MPI_Comm comm, std::span<const float> input, std::span<float> output, Scratch& scratch);
+void ring_allreduce(MPI_Comm comm, std::span<float> output, Scratch& scratch);
 
 // Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling. p must be a
 // power of two.
-void rhd_allreduce(MPI_Comm comm, std::span<const float> input, std::span<float> output, Scratch& scratch);
+void rhd_allreduce(MPI_Comm comm, std::span<float> output, Scratch& scratch);
 
 // Naive direct allreduce: every rank sends its whole buffer to every other rank (p(p-1) messages), in
 // p-1 pairwise-exchange rounds, and sums what it receives.
 void direct_allreduce(MPI_Comm comm, std::span<const float> input, std::span<float> output, Scratch& scratch);
 
-// The library's own MPI_Allreduce, as the reference.
+// The library's own MPI_Allreduce, as the reference: out of place (for the untimed reference sums) and in
+// place (MPI_IN_PLACE on `output`, the timed kernel).
 void library_allreduce(MPI_Comm comm, std::span<const float> input, std::span<float> output);
+void library_allreduce_in_place(MPI_Comm comm, std::span<float> output);
 
 // Who is worker and who serves which shard in a parameter-server exchange.
 class PsLayout {

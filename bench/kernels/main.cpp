@@ -2,9 +2,11 @@
 // halving-doubling, direct), MPI_Allreduce and ping-pong, timed and checked; the measurements
 // calibrate ddlsim's network model.
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,26 +73,37 @@ int run(MPI_Comm comm, const std::vector<std::string>& args) {
   KernelBench bench(comm, options);
   if (rank == 0) print_banner(environment, options);
 
-  std::vector<Measurement> results;
-  const Measurement* failed = nullptr;
+  std::vector<Algorithm> runnable;
   for (Algorithm algorithm : options.algorithms) {
     if (const auto reason = bench.skip_reason(algorithm)) {
       if (rank == 0) fmt::print("note: {}\n", *reason);
       continue;
     }
-    for (std::size_t bytes : options.sizes_bytes) {
+    runnable.push_back(algorithm);
+  }
+  // Every algorithm at one size before the next size: a slow spell of a shared machine then hits the
+  // algorithms being compared alike, not whichever one happened to run during it.
+  std::vector<Measurement> results;
+  std::optional<Measurement> failed;
+  for (std::size_t bytes : options.sizes_bytes) {
+    for (Algorithm algorithm : runnable) {
       results.push_back(bench.measure(algorithm, bytes));
       if (rank == 0) {
         fmt::print("{}\n", table_row(results.back()));
         std::fflush(stdout);
       }
       if (!results.back().ok()) {
-        failed = &results.back();
+        failed = results.back();
         break;
       }
     }
     if (failed) break;
   }
+  // The file lists them by algorithm (in the order asked for), then size.
+  std::stable_sort(results.begin(), results.end(), [&](const Measurement& a, const Measurement& b) {
+    auto at = [&](Algorithm x) { return std::find(runnable.begin(), runnable.end(), x) - runnable.begin(); };
+    return at(a.algorithm) < at(b.algorithm);
+  });
 
   if (rank == 0 && out.is_open()) {
     out << format_json(to_json(environment, started, utc_timestamp(), results));

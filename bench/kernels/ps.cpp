@@ -10,13 +10,19 @@ namespace {
 constexpr int push_tag = 104;
 constexpr int pull_tag = 105;
 
-// Server side of one shard: `sum` starts as the server's own contribution (colocated) or empty
-// (dedicated), absorbs the pushes in arrival order, then goes back to every other worker. Two
-// receive buffers let the next push arrive while the previous one is being added.
+// Server side of one shard: `sum` starts as the server's own contribution (colocated) or receives the
+// first push directly (dedicated), absorbs the other pushes in arrival order, then goes back to every other
+// worker. Two receive buffers let the next push arrive while the previous one is being added; with
+// MPI_ANY_SOURCE, receives match in the order they were posted, so the first push lands in `sum`.
 void serve_shard(MPI_Comm comm, const PsLayout& layout, int rank, std::span<float> sum, bool sum_has_own,
                  Scratch& scratch) {
-  const int pushes = layout.workers() - (layout.is_worker(rank) ? 1 : 0);
+  int pushes = layout.workers() - (layout.is_worker(rank) ? 1 : 0);
   const int count = mpi_count(sum.size());
+  MPI_Request first = MPI_REQUEST_NULL;
+  if (!sum_has_own && pushes > 0) {
+    MPI_Irecv(sum.data(), count, MPI_FLOAT, MPI_ANY_SOURCE, push_tag, comm, &first);
+    --pushes;
+  }
   constexpr int depth = 2;
   std::array<std::span<float>, depth> slots{scratch.floats(1, sum.size()), scratch.floats(2, sum.size())};
   std::array<MPI_Request, depth> receives{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -24,16 +30,11 @@ void serve_shard(MPI_Comm comm, const PsLayout& layout, int rank, std::span<floa
   for (int slot = 0; slot < depth && posted < pushes; ++slot, ++posted) {
     MPI_Irecv(slots[slot].data(), count, MPI_FLOAT, MPI_ANY_SOURCE, push_tag, comm, &receives[slot]);
   }
-  bool has_data = sum_has_own;
+  MPI_Wait(&first, MPI_STATUS_IGNORE);
   for (int done = 0; done < pushes; ++done) {
     int slot = 0;
     MPI_Waitany(depth, receives.data(), &slot, MPI_STATUS_IGNORE);
-    if (has_data) {
-      add_into(sum, slots[slot]);
-    } else {
-      std::copy(slots[slot].begin(), slots[slot].end(), sum.begin());
-      has_data = true;
-    }
+    add_into(sum, slots[slot]);
     if (posted < pushes) {
       MPI_Irecv(slots[slot].data(), count, MPI_FLOAT, MPI_ANY_SOURCE, push_tag, comm, &receives[slot]);
       ++posted;
@@ -79,11 +80,8 @@ void ps_allreduce(MPI_Comm comm, const PsLayout& layout, std::span<const float> 
   if (const int shard = layout.shard_of(rank); shard >= 0) {
     const std::size_t size = shards.size(shard);
     if (layout.is_worker(rank)) {
-      // Colocated: the shard is summed in place in the output, starting from the own gradient.
-      const std::span<float> sum = output.subspan(shards.offset(shard), size);
-      const std::span<const float> own = input.subspan(shards.offset(shard), size);
-      std::copy(own.begin(), own.end(), sum.begin());
-      serve_shard(comm, layout, rank, sum, true, scratch);
+      // Colocated: the shard is summed in place in the output, which starts as the own gradient.
+      serve_shard(comm, layout, rank, output.subspan(shards.offset(shard), size), true, scratch);
     } else {
       serve_shard(comm, layout, rank, scratch.floats(0, size), false, scratch);
     }

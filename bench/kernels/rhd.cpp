@@ -20,13 +20,12 @@ void exchange(MPI_Comm comm, int partner, std::span<const float> send, std::span
 
 }  // namespace
 
-void rhd_allreduce(MPI_Comm comm, std::span<const float> input, std::span<float> output, Scratch& scratch) {
+void rhd_allreduce(MPI_Comm comm, std::span<float> output, Scratch& scratch) {
   int ranks = 0;
   int rank = 0;
   MPI_Comm_size(comm, &ranks);
   MPI_Comm_rank(comm, &rank);
   assert((ranks & (ranks - 1)) == 0 && "recursive halving-doubling needs a power-of-two number of ranks");
-  std::copy(input.begin(), input.end(), output.begin());
   const auto part = [&](Range range) { return output.subspan(range.begin, range.size()); };
   const std::span<float> incoming = scratch.floats(0, (output.size() + 1) / 2);
 

@@ -1,6 +1,7 @@
 #include "sim/calib/calibration.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 
 #include "sim/net/cluster.hpp"
@@ -37,9 +38,8 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
       "# message stream; reduce_bandwidth: 1/gamma. Ranges are by message size; the last one is unbounded.\n";
   if (fit.gamma_folded)
     out +=
-        "# gamma was not separable (allreduce data only): the bandwidths are effective ones that include "
-        "the\n"
-        "# reduction, and no reduce_bandwidth is given.\n";
+        "# gamma was folded into beta (see the fit notes): the bandwidths are effective ones that include\n"
+        "# the reduction, and no reduce bandwidth is given.\n";
   out += "comm:\n";
   for (int link : {kIntraNode, kInterNode}) {
     const FittedClass& cls = fit.link[link];
@@ -57,7 +57,8 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
     out += fmt::format("  reduce_bandwidth_gpu: {}  # 1/gamma\n", yaml_rate(1 / rr[0].gamma_gpu));
     if (rr[0].gamma_cpu > 0)
       out += fmt::format("  reduce_bandwidth_cpu: {}\n", yaml_rate(1 / rr[0].gamma_cpu));
-  } else if (rr.size() > 1) {
+  } else if (rr.size() > 1 &&
+             std::any_of(rr.begin(), rr.end(), [](const ReduceRange& r) { return r.gamma_gpu > 0; })) {
     out += "  reduce:  # 1/gamma by operand size\n";
     for (const ReduceRange& r : rr) {
       std::vector<std::string> keys;

@@ -423,9 +423,12 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
       out.model.reduce.push_back({r.max_bytes, r.gamma, cpu_side ? r.gamma : 0});
     if (f->folded)
       out.notes.push_back(
-          "gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. one "
-          "rank count and no ping-pong), so the fitted bandwidth is an effective one that includes "
-          "the reduction");
+          std::any_of(cr.begin(), cr.end(), [](const Row& r) { return r.terms.reduces.empty(); })
+              ? "gamma folded into beta: with gamma free the fit was singular or gave a bandwidth <= 0 "
+                "in some range, so the fitted bandwidths are effective ones that include the reduction"
+              : "gamma folded into beta: every allreduce row has the same reduce/transfer ratio (e.g. "
+                "one rank count and no ping-pong), so the fitted bandwidth is an effective one that "
+                "includes the reduction");
     else if (s.clamped_gamma)
       out.notes.push_back(
           "gamma fitted negative in a range, fixed at 0: reductions cost nothing measurable there");
