@@ -18,6 +18,7 @@ struct Plan {
   std::string strategy;  // YAML of the strategy entry
   std::string label;
   int64_t nodes = 0;
+  double largest_message = 0;  // bytes
   std::string note;
 };
 
@@ -38,6 +39,7 @@ Plan plan_for(const Measurement& m) {
     p.strategy = "{name: tree}";
     p.label = "one message";
     p.nodes = 2;
+    p.largest_message = m.bytes;
     return p;
   }
   if (ranks < 2) {
@@ -47,6 +49,8 @@ Plan plan_for(const Measurement& m) {
   const std::string& a = m.algorithm;
   p.ok = true;
   p.nodes = ranks;
+  double n = m.bytes;
+  p.largest_message = n / static_cast<double>(ranks);
   if (a == "ring" || a == "mpi_allreduce" || a == "nccl" || a == "osu_allreduce") {
     p.strategy = "{name: ring}";
     p.label = "ring";
@@ -54,13 +58,16 @@ Plan plan_for(const Measurement& m) {
   } else if (a == "rhd") {
     p.strategy = "{name: rhd}";
     p.label = "rhd";
+    p.largest_message = n / 2;
   } else if (a == "direct") {
     p.strategy = "{name: direct}";
     p.label = "direct";
+    p.largest_message = n;
   } else if (a == "ps") {
     p.strategy = fmt::format("{{name: ps, servers: {}, placement: dedicated}}", m.servers);
     p.label = fmt::format("ps k={}", m.servers);
     p.nodes = ranks - m.servers;
+    p.largest_message = n / static_cast<double>(m.servers);
   } else if (a == "ps-colocated") {
     p.strategy = fmt::format("{{name: ps, servers: {}, placement: colocated}}", ranks);
     p.label = fmt::format("ps colocated k={}", ranks);
@@ -71,14 +78,14 @@ Plan plan_for(const Measurement& m) {
   return p;
 }
 
-// The replay's cluster: every rank its own node on a star whose links never bind, with the fitted class's
-// message-size ranges as the inter-node comm model and the fitted reduce ranges, so every message and operand
-// pays its own range.
+// The replay's cluster: every rank its own node on a star, with the fitted class's message-size ranges as the
+// inter-node comm model and the fitted reduce ranges, so every message and operand pays its own range. A
+// rank's link runs at the fitted rate of the case's largest message: one message alone is bound by its
+// range's rate anyway, but messages a rank sends or receives at the same time (p-k pushes into one server,
+// direct's p-1 sends) share it, as they share the rank's copy engine (a core, a NIC).
 std::string scenario_text(const Measurement& m, const FitResult& fit, const Plan& p, const FittedClass& cls) {
-  double fastest = 0;
   std::vector<std::string> ranges, reduce;
   for (const FittedRange& r : cls.ranges) {
-    fastest = std::max(fastest, 1 / r.beta);
     std::string bound = std::isfinite(r.max_bytes) ? fmt::format("max_bytes: {:.17g}B, ", r.max_bytes) : "";
     ranges.push_back(
         fmt::format("{{{}alpha: {}, bandwidth: {}}}", bound, yaml_time(r.alpha), yaml_rate(1 / r.beta)));
@@ -90,7 +97,7 @@ std::string scenario_text(const Measurement& m, const FitResult& fit, const Plan
       keys.push_back(fmt::format("bandwidth_gpu: {0}, bandwidth_cpu: {0}", yaml_rate(1 / r.gamma_gpu)));
     reduce.push_back(fmt::format("{{{}}}", fmt::join(keys, ", ")));
   }
-  double link = std::max(1e12, 10 * fastest);  // never the bottleneck
+  double link = 1 / cls.lookup(p.largest_message).beta;
   return fmt::format(
       "name: calibrate-replay\n"
       "cluster:\n"

@@ -115,11 +115,8 @@ const std::vector<std::pair<std::string, std::string>> kCaveats = {
     {"oversubscribed",
      "more ranks per node than cores: ranks time-share the CPU, which the model does not know"},
     {"sequential-rounds",
-     "the direct kernel exchanges in p-1 sequential rounds; the simulator's direct plan sends "
-     "all messages at once"},
-    {"server-incast",
-     "p-k workers push into one server at once; the replay's links never bind, so server incast "
-     "and memory bandwidth are not modelled"},
+     "the direct kernel exchanges in p-1 sequential rounds (p-1 overheads alpha); the simulator's direct "
+     "plan sends all messages at once, sharing the rank's link"},
     {"library-algorithm", "the MPI library picks its own allreduce algorithm per size; simulated as ring"},
 };
 
@@ -127,7 +124,6 @@ std::vector<std::string> caveats(const Measurement& m, bool oversubscribed) {
   std::vector<std::string> out;
   if (oversubscribed) out.push_back("oversubscribed");
   if (m.algorithm == "direct" && m.ranks > 2) out.push_back("sequential-rounds");
-  if (m.algorithm == "ps" && m.ranks - m.servers > 1) out.push_back("server-incast");
   if (m.algorithm == "mpi_allreduce" || m.algorithm == "osu_allreduce") out.push_back("library-algorithm");
   return out;
 }

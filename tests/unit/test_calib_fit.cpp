@@ -30,20 +30,22 @@ struct Params {
 };
 constexpr double kReduceGBps = 20;  // gamma = 50 ps per byte
 
+// `link_GBps`: each node's star link (1 TB/s never binds; the flow rate makes concurrent messages of a rank
+// share it, as the replay assumes).
 double simulate(const std::string& collective, const std::string& strategy, int64_t nodes, double bytes,
-                Params p, double reduce_GBps = kReduceGBps) {
+                Params p, double reduce_GBps = kReduceGBps, double link_GBps = 1000) {
   std::string text = fmt::format(
       "name: synthetic\n"
       "cluster:\n"
       "  nodes: {}\n"
       "  gpus_per_node: 1\n"
       "  gpu: a100-40gb\n"
-      "  network: {{kind: star, link: {{bandwidth: 1TB/s, latency: 0us}}}}\n"
+      "  network: {{kind: star, link: {{bandwidth: {}GB/s, latency: 0us}}}}\n"
       "  comm: {{alpha_inter: {}us, bandwidth_inter: {}GB/s, reduce_bandwidth_gpu: {}GB/s, "
       "reduce_bandwidth_cpu: {}GB/s}}\n"
       "workload: {{collective: {}, bytes: {}B}}\n"
       "strategies: [{}]\n",
-      nodes, p.alpha_us, p.bandwidth_GBps, reduce_GBps, reduce_GBps, collective, bytes, strategy);
+      nodes, link_GBps, p.alpha_us, p.bandwidth_GBps, reduce_GBps, reduce_GBps, collective, bytes, strategy);
   YamlNode root = YamlNode::load_string(text, "synthetic.yaml");
   YamlNode st = root["strategies"].elements().at(0);
   std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
@@ -319,7 +321,8 @@ TEST(CalibReplay, ReproducesTheSimulatedRunsItWasFittedOn) {
 
 TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
   // The kernels' ps on P = 4 ranks with k = 1 runs 3 workers and the last rank as server: ps dedicated, 3
-  // nodes.
+  // nodes. The replay gives each rank a link at the fitted flow rate B, so the 3 pushes into the server share
+  // it: push 3n/B, reduce 2n·g, pull 3n/B, plus overheads (simulated with such links here).
   const Params p{5, 10};
   std::vector<Measurement> ms;
   for (double n = 1024; n <= 16 * 1048576.0; n *= 4) ms.push_back(pingpong(n, p, false));
@@ -328,16 +331,21 @@ TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
   o.single_range = true;
   FitResult fit = fit_comm_model(ms, o);
   const double n = 8 * 1048576.0;
-  Measurement ps =
-      make(MeasurementKind::Allreduce, "ps", 4, n,
-           simulate("allreduce", "{name: ps, servers: 1, placement: dedicated}", 3, n, p), false);
+  Measurement ps = make(MeasurementKind::Allreduce, "ps", 4, n,
+                        simulate("allreduce", "{name: ps, servers: 1, placement: dedicated}", 3, n, p,
+                                 kReduceGBps, p.bandwidth_GBps),
+                        false);
   ps.servers = 1;
   ReplayResult r = replay_measurement(ps, fit);
   ASSERT_TRUE(r.replayed);
   EXPECT_NEAR(r.predicted_s / ps.time_s, 1, 1e-8);
-  Measurement colo =
-      make(MeasurementKind::Allreduce, "ps-colocated", 4, n,
-           simulate("allreduce", "{name: ps, servers: 4, placement: colocated}", 4, n, p), false);
+  // Incast: the one server's link carries 3 pushes, so the bandwidth terms are 3x those of one transfer:
+  // 2 * 3n/B + 2 * (2 alpha) <= T (alpha for push and pull; reductions and rounding add a little more).
+  EXPECT_GT(ps.time_s, 2 * 3 * n / 10e9);
+  Measurement colo = make(MeasurementKind::Allreduce, "ps-colocated", 4, n,
+                          simulate("allreduce", "{name: ps, servers: 4, placement: colocated}", 4, n, p,
+                                   kReduceGBps, p.bandwidth_GBps),
+                          false);
   colo.servers = 4;
   r = replay_measurement(colo, fit);
   ASSERT_TRUE(r.replayed);
