@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/calib/compute_fit.hpp"
 #include "sim/net/cluster.hpp"
 
 namespace ddlsim {
@@ -77,10 +78,25 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
   return out;
 }
 
+std::string compute_calibration_yaml(const ComputeFit& fit, const std::string& scenario,
+                                     const std::vector<std::string>& files, const std::string& date) {
+  std::string out;
+  if (!files.empty())
+    out += fmt::format("# fitted by ddlsim calibrate from {} on {}\n", fmt::join(files, ", "), date);
+  out += fmt::format(
+      "# compute efficiency of {} fitted to measured step times; use it with\n"
+      "# --set workload.compute.efficiency={:.6g}\n"
+      "compute: {{efficiency: {:.6g}, strategy: {}, residual_median: {:.4g}, residual_max: {:.4g}, points: "
+      "{}{}}}\n",
+      scenario, fit.efficiency, fit.efficiency, fit.strategy, fit.residual_median, fit.residual_max,
+      fit.points.size(), fit.insensitive ? ", determined: false" : "");
+  return out;
+}
+
 CommModel load_calibration(const YamlNode& node) {
   if (!node.is_map()) node.fail("expected a map with comm:");
   if (!node.has("comm")) return parse_comm_model(node);
-  node.expect_keys({"comm", "fit", "source"});
+  node.expect_keys({"comm", "fit", "source", "compute"});
   return parse_comm_model(node["comm"]);
 }
 

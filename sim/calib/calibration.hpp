@@ -25,6 +25,13 @@ namespace ddlsim {
 std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files,
                              const std::string& date);
 
+// The compute part: `compute: {efficiency: .., strategy: .., ...}` with a header comment when `files` is not
+// empty (a compute-only file). Clusters ignore it; scenarios take the number with
+// --set workload.compute.efficiency=X.
+struct ComputeFit;
+std::string compute_calibration_yaml(const ComputeFit& fit, const std::string& scenario,
+                                     const std::vector<std::string>& files, const std::string& date);
+
 // Reads a calibration document (a map with `comm:`) or a `comm:` map itself. Throws InputError at the
 // offending key.
 CommModel load_calibration(const YamlNode& node);

@@ -9,11 +9,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "sim/calib/calibration.hpp"
+#include "sim/calib/compute_fit.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/calib/readers.hpp"
 #include "sim/calib/replay.hpp"
@@ -29,11 +31,13 @@ constexpr const char* kCalibrateHelp =
     R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZES|none] [--check]
                         [--fit-max-bytes SIZE] [--fit-max-ranks N] [--cores N]
                         [--ranks N] [--ranks-per-node R] [--same-node] [--format table|csv|json]
+                        [--scenario S.yaml [--strategy LABEL] [--set key=value ...]]
 
 Fits the alpha-beta-gamma network model (per-message overhead, per-byte cost by message-size range, per-byte
 reduction cost; inside a node and across nodes) to measurements, and prints the parameters and the relative error
 of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests all_reduce_perf output, OSU
-osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s; listed, not fitted).
+osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s or
+gpus,throughput_samples_per_s[,batch_per_gpu]), which --scenario fits the compute efficiency to.
 
   --out FILE          write the fitted comm: model as YAML (see sim/calib/README.md)
   --breakpoint SIZES  the largest message of each message-size range but the last, one or two (e.g. 64KiB or
@@ -51,6 +55,11 @@ osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_t
                       placement of collective runs whose files do not record it (osu_allreduce; nccl-tests
                       without "Using devices" lines)
   --same-node         OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)
+  --scenario S.yaml   fit workload.compute.efficiency of this training scenario to the step-time CSV rows:
+                      the scenario runs at every measured GPU count (a part of a node as its reference) and
+                      the efficiency minimising the squared relative errors is printed (and written by --out)
+  --strategy LABEL    the scenario's strategy that ran (default: its first)
+  --set key=value     override a scenario key, as in ddlsim run
 )";
 
 constexpr double kExplained =
@@ -182,12 +191,41 @@ Report parameter_report(const FitResult& fit, const std::string& title) {
   return r;
 }
 
+Report compute_report(const ComputeFit& fit, const std::string& scenario) {
+  Report r;
+  r.title = fmt::format("Fitted compute efficiency of {} (strategy {}): {:.4f}", scenario, fit.strategy,
+                        fit.efficiency);
+  r.table_columns = {"source", "gpus", "measured_s", "simulated_s", "rel_error"};
+  for (const StepFitPoint& p : fit.points)
+    r.results.push_back({{"section", std::string("compute")},
+                         {"source", short_source(*p.measurement)},
+                         {"gpus", p.gpus},
+                         {"measured_s", p.measured_s},
+                         {"simulated_s", p.simulated_s},
+                         {"rel_error", p.rel_error}});
+  r.notes.push_back(fmt::format("compute efficiency {:.4f}: use --set workload.compute.efficiency={:.4f}",
+                                fit.efficiency, fit.efficiency));
+  r.notes.push_back(fmt::format("fit: {} step times, median |relative error| {:.4f}, worst {:.4f}",
+                                fit.points.size(), fit.residual_median, fit.residual_max));
+  if (fit.insensitive)
+    r.notes.push_back(
+        "not determined: 10% more efficiency moves no simulated step time by 1% (the loader or the "
+        "network bounds every measured count); measure where compute is the bottleneck");
+  return r;
+}
+
+void write_calibration(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw InputError({path, 0, 0}, "", "cannot write the calibration file");
+  f << text;
+}
+
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args) {
   CommonArgs a = parse_args(args,
                             {"out", "breakpoint", "fit-max-bytes", "fit-max-ranks", "fit-algorithms", "cores",
-                             "ranks", "ranks-per-node"},
+                             "ranks", "ranks-per-node", "scenario", "strategy"},
                             {"check", "same-node"});
   if (a.help) {
     std::fputs(kCalibrateHelp, stdout);
@@ -195,8 +233,9 @@ int calibrate_command(const std::vector<std::string>& args) {
   }
   if (a.positional.empty())
     throw InputError({}, "", "calibrate needs at least one measurement file (see --help)");
-  if (!a.sets.empty())
-    throw InputError({"--set", 0, 0}, "", "calibrate takes no --set (it reads no scenario)");
+  const std::string scenario = a.option("scenario");
+  if (!a.sets.empty() && scenario.empty())
+    throw InputError({"--set", 0, 0}, "", "--set applies to the --scenario of a compute-efficiency fit");
   bool check = a.has_flag("check");
 
   FitOptions fo;
@@ -237,6 +276,38 @@ int calibrate_command(const std::vector<std::string>& args) {
     ms.insert(ms.end(), part.begin(), part.end());
   }
 
+  // Step times fit the compute efficiency of --scenario; everything else fits the comm model.
+  std::vector<const Measurement*> steps;
+  bool has_comm = false;
+  for (const Measurement& m : ms) {
+    if (m.kind == MeasurementKind::Step)
+      steps.push_back(&m);
+    else
+      has_comm = true;
+  }
+  std::optional<ComputeFit> compute;
+  Report compute_rows;
+  if (!scenario.empty()) {
+    if (steps.empty())
+      throw InputError({"--scenario", 0, 0}, "",
+                       "--scenario fits the compute efficiency to measured step times: give a CSV with "
+                       "gpus,step_time_s or gpus,throughput_samples_per_s");
+    compute = fit_compute_efficiency(scenario, a.sets, a.option("strategy"), steps);
+    compute_rows = compute_report(*compute, scenario);
+  }
+  std::string out_path = a.option("out");
+  if (!has_comm && compute) {
+    if (!out_path.empty()) {
+      write_calibration(out_path, compute_calibration_yaml(*compute, scenario, a.positional, today_utc()));
+      compute_rows.notes.push_back("calibration written to " + out_path);
+    }
+    write_report(std::cout, a.format, compute_rows);
+    return 0;
+  }
+
+  if (!has_comm && scenario.empty())
+    throw InputError({}, "",
+                     "step times fit the compute efficiency of a training scenario: add --scenario S.yaml");
   FitResult fit = fit_comm_model(ms, fo);
 
   std::string selection;
@@ -370,11 +441,10 @@ int calibrate_command(const std::vector<std::string>& args) {
                       cores));
   }
 
-  std::string out_path = a.option("out");
   if (!out_path.empty()) {
-    std::ofstream f(out_path);
-    if (!f) throw InputError({out_path, 0, 0}, "", "cannot write the calibration file");
-    f << calibration_yaml(fit, a.positional, today_utc());
+    std::string text = calibration_yaml(fit, a.positional, today_utc());
+    if (compute) text += compute_calibration_yaml(*compute, scenario, {}, "");
+    write_calibration(out_path, text);
     params.notes.push_back("calibration written to " + out_path);
   }
 
@@ -386,13 +456,17 @@ int calibrate_command(const std::vector<std::string>& args) {
       std::cout << "\n";
       write_report(std::cout, Format::Table, groups);
     }
+    if (compute) {
+      std::cout << "\n";
+      write_report(std::cout, Format::Table, compute_rows);
+    }
   } else if (a.format == Format::Csv) {
     write_report(std::cout, Format::Csv, rows);
   } else {
     Report all;
     all.scenario_name = "calibrate";
     all.title = params.title;
-    for (const Report* r : {&params, &rows, &groups}) {
+    for (const Report* r : {&params, &rows, &groups, &compute_rows}) {
       all.results.insert(all.results.end(), r->results.begin(), r->results.end());
       all.notes.insert(all.notes.end(), r->notes.begin(), r->notes.end());
     }
