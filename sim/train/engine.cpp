@@ -405,70 +405,75 @@ bool Engine::try_fast_collective(TaskId t) {
   uint64_t round_messages = 0;
   for (uint32_t s = 0; s < rounds && ok; ++s) {
     bool skip = exclusive;
-  round_start:
-    std::fill(arrive.begin(), arrive.end(), INT64_MIN);
-    touched_round.clear();
-    round_messages = 0;
     bool round_exclusive = true;
-    ++round_id_;
-    for (uint32_t r = 0; r < p && ok; ++r) {
-      send_end[r] = start[r];
-      sends.clear();
-      plan.sends(r, s, sends);
-      if (skip) {
-        const MessageShape& shape = shapes[r];
-        if (sends.size() != 1 || shape.route == nullptr || shape.peer != sends[0].peer ||
-            shape.bytes != sends[0].bytes || sends[0].bytes <= 0) {
-          materialize();  // the pattern changed: back to checking, from the start of this round
-          skip = exclusive = false;
-          goto round_start;
-        }
-        int64_t end = start[r] + shape.latency + shape.duration;
-        last_msg_end[r] = end;
-        pending = true;
-        ++round_messages;
-        send_end[r] = std::max(send_end[r], end);
-        arrive[shape.peer] = std::max(arrive[shape.peer], end);
-        continue;
-      }
-      if (sends.size() != 1) round_exclusive = false;
-      for (const Send& snd : sends) {
-        ++round_messages;
-        VertexId src = spec.members[r], dst = spec.members[snd.peer];
-        int64_t end = start[r];
-        if (src == dst || snd.bytes <= 0) round_exclusive = false;
-        if (src != dst) {
-          if (comm_.multipath > 1 && !router_.same_node(src, dst)) {
-            ok = false;
+    // A skipped round whose pattern turns out to differ is run again from its start, with the checks.
+    for (bool again = true; again;) {
+      again = false;
+      std::fill(arrive.begin(), arrive.end(), INT64_MIN);
+      touched_round.clear();
+      round_messages = 0;
+      round_exclusive = true;
+      ++round_id_;
+      for (uint32_t r = 0; r < p && ok; ++r) {
+        send_end[r] = start[r];
+        sends.clear();
+        plan.sends(r, s, sends);
+        if (skip) {
+          const MessageShape& shape = shapes[r];
+          if (sends.size() != 1 || shape.route == nullptr || shape.peer != sends[0].peer ||
+              shape.bytes != sends[0].bytes || sends[0].bytes <= 0) {
+            materialize();  // the pattern changed: back to checking, from the start of this round
+            skip = exclusive = false;
+            again = true;
             break;
           }
-          // Most plans send the same message shape from a member round after round: remember its timing.
-          MessageShape& shape = shapes[r];
-          if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
-            Time latency;
-            double rate;
-            message_timing(src, dst, snd.bytes, latency, rate);
-            shape = {snd.peer, snd.bytes, &router_.route(src, dst), latency.picoseconds(),
-                     snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0};
-          }
-          int64_t drain = start[r] + shape.latency;
-          end = drain + shape.duration;
-          if (snd.bytes > 0) {
-            for (LinkId l : *shape.route) {
-              if (drain < last_end_[l]) {
-                ok = false;
-                break;
+          int64_t end = start[r] + shape.latency + shape.duration;
+          last_msg_end[r] = end;
+          pending = true;
+          ++round_messages;
+          send_end[r] = std::max(send_end[r], end);
+          arrive[shape.peer] = std::max(arrive[shape.peer], end);
+          continue;
+        }
+        if (sends.size() != 1) round_exclusive = false;
+        for (const Send& snd : sends) {
+          ++round_messages;
+          VertexId src = spec.members[r], dst = spec.members[snd.peer];
+          int64_t end = start[r];
+          if (src == dst || snd.bytes <= 0) round_exclusive = false;
+          if (src != dst) {
+            if (comm_.multipath > 1 && !router_.same_node(src, dst)) {
+              ok = false;
+              break;
+            }
+            // Most plans send the same message shape from a member round after round: remember its timing.
+            MessageShape& shape = shapes[r];
+            if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
+              Time latency;
+              double rate;
+              message_timing(src, dst, snd.bytes, latency, rate);
+              shape = {snd.peer, snd.bytes, &router_.route(src, dst), latency.picoseconds(),
+                       snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0};
+            }
+            int64_t drain = start[r] + shape.latency;
+            end = drain + shape.duration;
+            if (snd.bytes > 0) {
+              for (LinkId l : *shape.route) {
+                if (drain < last_end_[l]) {
+                  ok = false;
+                  break;
+                }
+                if (last_end_[l] == INT64_MIN) touched_.push_back(l);
+                last_end_[l] = std::max(last_end_[l], end);
+                touched_round.push_back(l);
+                if (link_round_[l] == round_id_) round_exclusive = false;
+                link_round_[l] = round_id_;
               }
-              if (last_end_[l] == INT64_MIN) touched_.push_back(l);
-              last_end_[l] = std::max(last_end_[l], end);
-              touched_round.push_back(l);
-              if (link_round_[l] == round_id_) round_exclusive = false;
-              link_round_[l] = round_id_;
             }
           }
+          send_end[r] = std::max(send_end[r], end);
+          arrive[snd.peer] = std::max(arrive[snd.peer], end);
         }
-        send_end[r] = std::max(send_end[r], end);
-        arrive[snd.peer] = std::max(arrive[snd.peer], end);
       }
     }
     if (!skip) exclusive = ok && round_exclusive;
