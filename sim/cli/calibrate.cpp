@@ -39,7 +39,7 @@ of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests
 osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s or
 gpus,throughput_samples_per_s[,batch_per_gpu]), which --scenario fits the compute efficiency to.
 
-  --out FILE          write the fitted comm: model as YAML (see sim/calib/README.md)
+  --out FILE          write the fitted comm: model (and compute: efficiency) as YAML (sim/calib/README.md)
   --breakpoint SIZES  the largest message of each message-size range but the last, one or two (e.g. 64KiB or
                       2KiB,4MiB); default: one to three ranges chosen from the measured sizes by the lowest
                       Bayesian information criterion; none: one range per link class
