@@ -193,6 +193,8 @@ Report parameter_report(const FitResult& fit, const std::string& title) {
 
 Report compute_report(const ComputeFit& fit, const std::string& scenario) {
   Report r;
+  r.scenario_name = "calibrate";
+  r.scenario_file = scenario;
   r.title = fmt::format("Fitted compute efficiency of {} (strategy {}): {:.4f}", scenario, fit.strategy,
                         fit.efficiency);
   r.table_columns = {"source", "gpus", "measured_s", "simulated_s", "rel_error"};
