@@ -13,6 +13,12 @@ namespace ddlsim {
 
 namespace {
 
+// The strategy labelled `label` (empty: the first).
+std::vector<StrategySpec>::const_iterator find_strategy(const Scenario& sc, const std::string& label) {
+  return std::find_if(sc.strategies.begin(), sc.strategies.end(),
+                      [&](const StrategySpec& s) { return label.empty() || s.label == label; });
+}
+
 // Simulated step time per measured GPU count at one efficiency. Whole nodes run as such; a part of a node
 // (e.g. one GPU) runs as the scenario's reference on that many GPUs of one node.
 std::map<int64_t, double> simulate_steps(const std::string& path, std::vector<std::string> overrides,
@@ -20,9 +26,7 @@ std::map<int64_t, double> simulate_steps(const std::string& path, std::vector<st
                                          double efficiency) {
   overrides.push_back(fmt::format("workload.compute.efficiency={:.17g}", efficiency));
   Scenario sc = load_scenario(path, overrides);
-  auto it = std::find_if(sc.strategies.begin(), sc.strategies.end(),
-                         [&](const StrategySpec& s) { return strategy.empty() || s.label == strategy; });
-  sc.strategies = {*it};
+  sc.strategies = {*find_strategy(sc, strategy)};
   int64_t gpn = sc.cluster.gpus_per_node();
   std::map<int64_t, double> out;
   std::vector<int64_t> nodes;
@@ -49,8 +53,10 @@ ComputeFit fit_compute_efficiency(const std::string& path, const std::vector<std
   if (sc.collective)
     throw InputError({path, 0, 0}, "workload",
                      "calibrating the compute efficiency needs a training scenario, not a collective");
-  auto it = std::find_if(sc.strategies.begin(), sc.strategies.end(),
-                         [&](const StrategySpec& s) { return strategy.empty() || s.label == strategy; });
+  if (auto c = sc.workload.get("compute"); c && c->has("samples_per_s"))
+    (*c)["samples_per_s"].fail(
+        "a measured samples_per_s sets the compute time, so there is no efficiency to fit: remove it");
+  auto it = find_strategy(sc, strategy);
   if (it == sc.strategies.end())
     throw InputError({"--strategy", 0, 0}, "",
                      fmt::format("no strategy labelled \"{}\" in {}", strategy, path));
