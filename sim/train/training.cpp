@@ -23,9 +23,12 @@ struct LoaderSpec {
   int prefetch = 2;
   // Per-(worker, step) spread of the file-system read alone, lognormal with mean 1 and this cv, independent
   // of the compute jitter: a batch's share of a saturated shared file system is uneven (clients' requests
-  // queue at the storage servers). A batch takes max(decode, read · Y) · j, j the workload jitter of that
-  // worker and step.
+  // queue at the storage servers). A batch takes max(decode, read · Y) · J.
   double fs_cv = 0;
+  // J: the loader's own per-(worker, step) spread, lognormal with mean 1 and this cv, drawn apart from the
+  // compute jitter (host threads do not slow down with their GPU); < 0 (not given): J is the workload jitter
+  // factor of that worker and step, the one its compute gets.
+  double cv = -1;
 };
 
 struct Workload {
@@ -52,8 +55,8 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (n.is_scalar()) {
     l.kind = n.as_string();
   } else {
-    n.expect_keys(
-        {"kind", "threads", "per_thread", "filesystem", "filesystem_cv", "gpu_cost", "prefetch", "source"});
+    n.expect_keys({"kind", "threads", "per_thread", "filesystem", "filesystem_cv", "cv", "gpu_cost",
+                   "prefetch", "source"});
     l.kind = n["kind"].as_string();
   }
   // Defaults per kind; every number can be overridden in the scenario (and should cite its source there).
@@ -73,6 +76,10 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (auto v = n.get("filesystem")) l.fs_bandwidth = v->as_rate().value;
   if (auto v = n.get("gpu_cost")) l.gpu_cost = v->as_time().seconds();
   if (auto v = n.get("prefetch")) l.prefetch = static_cast<int>(v->as_int());
+  if (auto v = n.get("cv")) {
+    l.cv = v->as_fraction();
+    if (l.cv < 0) v->fail("cv must be >= 0");
+  }
   if (auto v = n.get("filesystem_cv")) {
     l.fs_cv = v->as_fraction();
     if (l.fs_cv < 0) v->fail("filesystem_cv must be >= 0");
@@ -131,7 +138,7 @@ Workload parse_workload(const Scenario& sc) {
 }
 
 // Deterministic per (seed, worker, step, stream) standard normal by Box-Muller; stream 0 is the workload
-// jitter, 2 the file system's (independent draws).
+// jitter, 1 the loader's, 2 the file system's (independent draws).
 double normal01(uint64_t seed, uint64_t worker, uint64_t step, uint64_t stream = 0) {
   std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step ^ (stream << 56));
   double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
@@ -372,7 +379,8 @@ class Builder {
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
         double y = lognormal_factor(ls.fs_cv, normal01(seed_, w, static_cast<uint64_t>(k), 2));
-        TaskId load = loads ? g.add_delay(Time::from_seconds(std::max(decode, read * y) * j), Category::Io,
+        double jl = ls.cv < 0 ? j : lognormal_factor(ls.cv, normal01(seed_, w, static_cast<uint64_t>(k), 1));
+        TaskId load = loads ? g.add_delay(Time::from_seconds(std::max(decode, read * y) * jl), Category::Io,
                                           static_cast<int32_t>(w), k, l_load, loader_[w])
                             : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
         if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
