@@ -76,7 +76,9 @@ TEST(CalibCli, BadFileIsOneLineAndStatus2) {
 
 TEST(CalibCli, UsageErrors) {
   EXPECT_EQ(ddlsim("calibrate", true).status, 2);
-  EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 64", true).status, 2);  // a size needs a unit
+  EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 64", true).status, 2);              // a size needs a unit
+  EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 1KiB,2KiB,4KiB", true).status, 2);  // at most three ranges
+  EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 4KiB,2KiB", true).status, 2);       // increasing
   EXPECT_EQ(ddlsim("calibrate --help", false).status, 0);
 }
 
