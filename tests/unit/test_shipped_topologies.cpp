@@ -67,13 +67,14 @@ TEST(ShippedTopologies, DedicatedParameterServerIncast) {
 }
 
 // A scenario's comm keys apply on top of its topology's one at a time: juwels-booster says alpha_intra 2 us,
-// alpha_inter 6 us, efficiency_inter 0.9 and a 600 GB/s GPU reduction; a scenario that only caps the intra-node
-// flow rate keeps all of those.
+// alpha_inter 6 us, efficiency_inter 0.9 and a 600 GB/s GPU reduction; a scenario that only caps the
+// intra-node flow rate keeps all of those.
 TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
-  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-                                            "/topologies/juwels-booster.yaml, nodes: 1, comm: {bandwidth_intra: "
-                                            "12GB/s}}\n",
-                                        "layered.yaml");
+  YamlNode root =
+      YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+                                "/topologies/juwels-booster.yaml, nodes: 1, comm: {bandwidth_intra: "
+                                "12GB/s}}\n",
+                            "layered.yaml");
   Cluster c = build_cluster(ClusterSpec(root["cluster"]), 1);
   ASSERT_EQ(c.comm.intra.ranges.size(), 1u);
   EXPECT_EQ(c.comm.intra.ranges[0].alpha, Time::us(2));

@@ -130,8 +130,9 @@ TEST(Aach2023, LargerModelScalesBetter) {
 TEST(Aach2023, Table2AllreduceShare) {
   // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's
   // quantity is the same, averaged over workers: from each bucket's launch (waiting for late ranks included)
-  // to its end. Held within ±0.08 where the model explains it: every ResNet-50 point (max 0.04); ResNet-101 but
-  // 4 GPUs (+0.084) and 1024 (+0.16, file-system-bound there); ResNet-152 but 64 and 128 (-0.084, -0.090).
+  // to its end. Held within ±0.08 where the model explains it: every ResNet-50 point (max 0.04); ResNet-101
+  // but 4 GPUs (+0.084) and 1024 (+0.16, file-system-bound there); ResNet-152 but 64 and 128 (-0.084,
+  // -0.090).
   auto check = [](const std::string& model, std::initializer_list<int> gpus) {
     auto pts = validate(model + "-dali-cpu.yaml");
     for (int g : gpus)
