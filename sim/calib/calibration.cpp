@@ -30,6 +30,21 @@ std::string yaml_rate(double r) {
   return fmt::format("{:.9g}GB/s", r / 1e9);
 }
 
+std::string range_yaml(const FittedRange& r) {
+  std::string bound =
+      std::isfinite(r.max_bytes) ? fmt::format("max_bytes: {}, ", yaml_bytes(r.max_bytes)) : "";
+  return fmt::format("{{{}alpha: {}, bandwidth: {}}}", bound, yaml_time(r.alpha), yaml_rate(1 / r.beta));
+}
+
+std::string reduce_range_yaml(const ReduceRange& r) {
+  std::vector<std::string> keys;
+  if (std::isfinite(r.max_bytes)) keys.push_back(fmt::format("max_bytes: {}", yaml_bytes(r.max_bytes)));
+  // A range whose gamma was fitted as 0 (reductions too cheap to see there) gets no bandwidth: free.
+  if (r.gamma_gpu > 0) keys.push_back(fmt::format("bandwidth_gpu: {}", yaml_rate(1 / r.gamma_gpu)));
+  if (r.gamma_cpu > 0) keys.push_back(fmt::format("bandwidth_cpu: {}", yaml_rate(1 / r.gamma_cpu)));
+  return fmt::format("{{{}}}", fmt::join(keys, ", "));
+}
+
 std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files,
                              const std::string& date) {
   std::string out = fmt::format("# fitted by ddlsim calibrate from {} on {}\n", fmt::join(files, ", "), date);
@@ -46,12 +61,7 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
     const FittedClass& cls = fit.link[link];
     if (!cls.measured) continue;
     out += fmt::format("  {}:\n", link_class_name(link));
-    for (const FittedRange& r : cls.ranges) {
-      std::string range =
-          std::isfinite(r.max_bytes) ? fmt::format("max_bytes: {}, ", yaml_bytes(r.max_bytes)) : "";
-      out += fmt::format("    - {{{}alpha: {}, bandwidth: {}}}\n", range, yaml_time(r.alpha),
-                         yaml_rate(1 / r.beta));
-    }
+    for (const FittedRange& r : cls.ranges) out += "    - " + range_yaml(r) + "\n";
   }
   const std::vector<ReduceRange>& rr = fit.model.reduce;
   if (rr.size() == 1 && rr[0].gamma_gpu > 0) {
@@ -61,14 +71,7 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
   } else if (rr.size() > 1 &&
              std::any_of(rr.begin(), rr.end(), [](const ReduceRange& r) { return r.gamma_gpu > 0; })) {
     out += "  reduce:  # 1/gamma by operand size\n";
-    for (const ReduceRange& r : rr) {
-      std::vector<std::string> keys;
-      if (std::isfinite(r.max_bytes)) keys.push_back(fmt::format("max_bytes: {}", yaml_bytes(r.max_bytes)));
-      // A range whose gamma was fitted as 0 (reductions too cheap to see there) gets no bandwidth: free.
-      if (r.gamma_gpu > 0) keys.push_back(fmt::format("bandwidth_gpu: {}", yaml_rate(1 / r.gamma_gpu)));
-      if (r.gamma_cpu > 0) keys.push_back(fmt::format("bandwidth_cpu: {}", yaml_rate(1 / r.gamma_cpu)));
-      out += fmt::format("    - {{{}}}\n", fmt::join(keys, ", "));
-    }
+    for (const ReduceRange& r : rr) out += "    - " + reduce_range_yaml(r) + "\n";
   }
   out += fmt::format("fit: {{residual_median: {:.4g}, residual_max: {:.4g}, points: {}, gamma: {}}}\n",
                      fit.residual_median, fit.residual_max, fit.fit_points,

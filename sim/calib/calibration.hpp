@@ -37,6 +37,11 @@ std::string compute_calibration_yaml(const ComputeFit& fit, const std::string& s
 CommModel load_calibration(const YamlNode& node);
 CommModel load_calibration_file(const std::string& path);
 
+// One fitted message-size range / one reduce range as the YAML flow map a cluster's comm: reads
+// ({max_bytes: 2KiB, alpha: .., bandwidth: ..} / {max_bytes: .., bandwidth_gpu: .., bandwidth_cpu: ..}).
+std::string range_yaml(const FittedRange& range);
+std::string reduce_range_yaml(const ReduceRange& range);
+
 // Text for YAML quantities: "64KiB", "1.234567us", "9.87654321GB/s".
 std::string yaml_bytes(double bytes);
 std::string yaml_time(double seconds);

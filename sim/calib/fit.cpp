@@ -356,6 +356,7 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
                       link_class_name(link)));
     FittedClass& cls = out.link[link];
     const Solution& s = f->s;
+    const std::vector<size_t> rows_in = rows_per_range(cr, f->bp);
     for (size_t range = 0; range <= f->bp.size(); ++range) {
       size_t base = range * kPer;
       if (!s.touched[base + kBeta]) continue;
@@ -368,7 +369,7 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
       r.alpha_measured = s.touched[base + kAlpha];
       r.gap_measured = s.touched[base + kGap];
       r.gamma_measured = s.touched[base + kGammaCol] && !f->folded;
-      r.points = rows_per_range(cr, f->bp)[range];
+      r.points = rows_in[range];
       cls.ranges.push_back(r);
     }
     if (cls.ranges.empty()) continue;

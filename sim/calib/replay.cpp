@@ -85,18 +85,8 @@ Plan plan_for(const Measurement& m) {
 // direct's p-1 sends) share it, as they share the rank's copy engine (a core, a NIC).
 std::string scenario_text(const Measurement& m, const FitResult& fit, const Plan& p, const FittedClass& cls) {
   std::vector<std::string> ranges, reduce;
-  for (const FittedRange& r : cls.ranges) {
-    std::string bound = std::isfinite(r.max_bytes) ? fmt::format("max_bytes: {:.17g}B, ", r.max_bytes) : "";
-    ranges.push_back(
-        fmt::format("{{{}alpha: {}, bandwidth: {}}}", bound, yaml_time(r.alpha), yaml_rate(1 / r.beta)));
-  }
-  for (const ReduceRange& r : fit.model.reduce) {
-    std::vector<std::string> keys;
-    if (std::isfinite(r.max_bytes)) keys.push_back(fmt::format("max_bytes: {:.17g}B", r.max_bytes));
-    if (r.gamma_gpu > 0)
-      keys.push_back(fmt::format("bandwidth_gpu: {0}, bandwidth_cpu: {0}", yaml_rate(1 / r.gamma_gpu)));
-    reduce.push_back(fmt::format("{{{}}}", fmt::join(keys, ", ")));
-  }
+  for (const FittedRange& r : cls.ranges) ranges.push_back(range_yaml(r));
+  for (const ReduceRange& r : fit.model.reduce) reduce.push_back(reduce_range_yaml(r));
   double link = 1 / cls.lookup(p.largest_message).beta;
   return fmt::format(
       "name: calibrate-replay\n"

@@ -70,10 +70,9 @@ std::string short_source(const Measurement& m) {
 }
 
 std::string range_text(const FittedClass& cls, size_t i) {
-  if (cls.ranges.size() == 1) return "all";
-  const FittedRange& r = cls.ranges[i];
-  if (i == 0) return fmt::format("<= {}", format_bytes(Bytes{r.max_bytes}));
-  return fmt::format("> {}", format_bytes(Bytes{cls.ranges[i - 1].max_bytes}));
+  std::vector<double> bounds;
+  for (const FittedRange& r : cls.ranges) bounds.push_back(r.max_bytes);
+  return format_size_range(bounds, i);
 }
 
 double parse_size_option(const std::string& key, const std::string& text) {

@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -43,28 +42,25 @@ int describe_command(const std::vector<std::string>& args) {
   for (const auto& [cls, e] : by_class)
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
   // The software side of a message (CommModel), by message-size range; "-" where nothing bounds it.
-  auto range = [](double max_bytes, double previous, bool only) {
-    if (only) return std::string("any size");
-    return std::isfinite(max_bytes) ? fmt::format("<= {}", format_bytes(Bytes{max_bytes}))
-                                    : fmt::format("> {}", format_bytes(Bytes{previous}));
-  };
   for (const auto& [name, cls] : {std::pair<const char*, const CommClass*>{"intra", &c.comm.intra},
-                                  std::pair<const char*, const CommClass*>{"inter", &c.comm.inter}})
+                                  std::pair<const char*, const CommClass*>{"inter", &c.comm.inter}}) {
+    std::vector<double> bounds;
+    for (const CommRange& r : cls->ranges) bounds.push_back(r.max_bytes);
     for (size_t i = 0; i < cls->ranges.size(); ++i) {
       const CommRange& r = cls->ranges[i];
-      std::cout << fmt::format(
-          "  comm {} {:<12} alpha {}, flow bound {}, efficiency {:g}\n", name,
-          range(r.max_bytes, i > 0 ? cls->ranges[i - 1].max_bytes : 0, cls->ranges.size() == 1),
-          format_time(r.alpha), r.bandwidth > 0 ? format_rate(Rate{r.bandwidth}) : std::string("-"),
-          r.efficiency);
+      std::cout << fmt::format("  comm {} {:<12} alpha {}, flow bound {}, efficiency {:g}\n", name,
+                               format_size_range(bounds, i), format_time(r.alpha),
+                               r.bandwidth > 0 ? format_rate(Rate{r.bandwidth}) : std::string("-"),
+                               r.efficiency);
     }
+  }
+  std::vector<double> bounds;
+  for (const ReduceRange& r : c.comm.reduce) bounds.push_back(r.max_bytes);
   for (size_t i = 0; i < c.comm.reduce.size(); ++i) {
     const ReduceRange& r = c.comm.reduce[i];
-    std::cout << fmt::format(
-        "  reduce {:<12} gpu {}, cpu {}\n",
-        range(r.max_bytes, i > 0 ? c.comm.reduce[i - 1].max_bytes : 0, c.comm.reduce.size() == 1),
-        r.gamma_gpu > 0 ? format_rate(Rate{1 / r.gamma_gpu}) : std::string("free"),
-        r.gamma_cpu > 0 ? format_rate(Rate{1 / r.gamma_cpu}) : std::string("free"));
+    std::cout << fmt::format("  reduce {:<12} gpu {}, cpu {}\n", format_size_range(bounds, i),
+                             r.gamma_gpu > 0 ? format_rate(Rate{1 / r.gamma_gpu}) : std::string("free"),
+                             r.gamma_cpu > 0 ? format_rate(Rate{1 / r.gamma_cpu}) : std::string("free"));
   }
   Router router(c.topo);
   auto show = [&](VertexId s, VertexId d) {

@@ -141,6 +141,12 @@ std::string format_bytes(Bytes b) {
   return fmt::format("{:.4g} B", v);
 }
 
+std::string format_size_range(const std::vector<double>& max_bytes, size_t i) {
+  if (max_bytes.size() == 1) return "any size";
+  if (i + 1 < max_bytes.size()) return "<= " + format_bytes(Bytes{max_bytes[i]});
+  return "> " + format_bytes(Bytes{max_bytes[i - 1]});
+}
+
 std::string format_rate(Rate r) {
   return fmt::format("{:.4g} GB/s", r.value / 1e9);
 }

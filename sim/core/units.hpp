@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddlsim {
 
@@ -70,6 +71,9 @@ double parse_fraction(std::string_view text);
 // Human formatting: 1.5 us, 64 MiB, 25 GB/s.
 std::string format_time(Time t);
 std::string format_bytes(Bytes b);
+// Label of one message-size range i of a sorted list whose bounds are `max_bytes` (the last one unbounded):
+// "any size" when there is one range, else "<= 2 KiB" for a bounded range and "> 4 MiB" for the last.
+std::string format_size_range(const std::vector<double>& max_bytes, size_t i);
 std::string format_rate(Rate r);
 
 }  // namespace ddlsim
