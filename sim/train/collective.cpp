@@ -171,35 +171,46 @@ class DirectPlan : public CollectivePlan {
   double reduce_bytes(uint32_t, uint32_t) const override { return (members_ - 1) * bytes_; }
 };
 
-// Members are node-major: member r is local rank r % g of node r / g.
+// Members are node-major: member r is local rank r % g of node r / g. Rounds: g-1 of intra-node ring
+// reduce-scatter (n/g), then the inter-node plan on the node's n/g slice, run by the g local ranks of every
+// node in parallel (local rank l of each node forms one group), then g-1 of intra-node ring all-gather.
 class HierarchicalPlan : public CollectivePlan {
  public:
-  HierarchicalPlan(uint32_t p, uint32_t g, double n) : CollectivePlan(p, 0, n), g_(g), nodes_(p / g) {
-    rounds_ = 2 * (g_ - 1) + 2 * (nodes_ - 1);
+  HierarchicalPlan(uint32_t p, uint32_t g, double n, std::unique_ptr<CollectivePlan> inter)
+      : CollectivePlan(p, 0, n), g_(g), inter_(std::move(inter)) {
+    rounds_ = 2 * (g_ - 1) + inter_->rounds();
   }
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     uint32_t node = r / g_, local = r % g_;
-    if (s < g_ - 1 || s >= g_ - 1 + 2 * (nodes_ - 1)) {
+    if (!inter_round(s)) {
       out.push_back({node * g_ + (local + 1) % g_, bytes_ / g_});
-    } else {
-      out.push_back({((node + 1) % nodes_) * g_ + local, bytes_ / (g_ * nodes_)});
+      return;
     }
+    size_t first = out.size();
+    inter_->sends(node, s - (g_ - 1), out);
+    for (size_t i = first; i < out.size(); ++i) out[i].peer = out[i].peer * g_ + local;
   }
-  uint32_t receives(uint32_t, uint32_t) const override { return 1; }
-  double reduce_bytes(uint32_t, uint32_t s) const override {
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    return inter_round(s) ? inter_->receives(r / g_, s - (g_ - 1)) : 1;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
     if (s < g_ - 1) return bytes_ / g_;
-    if (s < g_ - 1 + nodes_ - 1) return bytes_ / (g_ * nodes_);
-    return 0;
+    return inter_round(s) ? inter_->reduce_bytes(r / g_, s - (g_ - 1)) : 0;
+  }
+  double reduce_operand(uint32_t r, uint32_t s) const override {
+    return inter_round(s) ? inter_->reduce_operand(r / g_, s - (g_ - 1))
+                          : CollectivePlan::reduce_operand(r, s);
   }
   uint32_t round_class(uint32_t s) const override {
     if (s < g_ - 1) return 0;
-    if (s < g_ - 1 + nodes_ - 1) return 1;
-    if (s < g_ - 1 + 2 * (nodes_ - 1)) return 2;
-    return 3;
+    if (inter_round(s)) return 1 + inter_->round_class(s - (g_ - 1));
+    return 1 + inter_->rounds();
   }
 
  private:
-  uint32_t g_, nodes_;
+  bool inter_round(uint32_t s) const { return s >= g_ - 1 && s < g_ - 1 + inter_->rounds(); }
+  uint32_t g_;
+  std::unique_ptr<CollectivePlan> inter_;
 };
 
 // Members 0..p-1 are workers, p..p+k-1 servers. Round 0: every worker pushes n/k to every server; servers
@@ -256,7 +267,14 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         throw std::invalid_argument(
             fmt::format("hierarchical allreduce needs ranks ({}) to be a multiple of ranks per node ({})", p,
                         c.ranks_per_node));
-      return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes);
+      if (c.inter_node != Algorithm::Ring && c.inter_node != Algorithm::HalvingDoubling &&
+          c.inter_node != Algorithm::Tree)
+        throw std::invalid_argument(
+            fmt::format("hierarchical allreduce runs ring, rhd or tree between nodes, not {}",
+                        algorithm_name(c.inter_node)));
+      return std::make_unique<HierarchicalPlan>(
+          p, c.ranks_per_node, c.bytes,
+          make_plan({c.inter_node, p / c.ranks_per_node, 1, 0, c.bytes / c.ranks_per_node}));
     case Algorithm::ParameterServer:
       if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");
       return std::make_unique<ParameterServerPlan>(p, c.servers, c.bytes);

@@ -15,8 +15,8 @@ enum class Algorithm : uint8_t {
   HalvingDoubling,  // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
   Tree,             // binary tree reduce to rank 0, then broadcast
   Direct,           // every rank sends its whole buffer to every other rank: p(p-1) messages
-  Hierarchical,     // intra-node ring reduce-scatter, inter-node rings (one per local rank), intra-node
-                    // all-gather
+  Hierarchical,     // intra-node ring reduce-scatter, an allreduce between nodes (one per local rank: ring,
+                    // rhd or tree), intra-node all-gather
   ReduceScatter,    // ring reduce-scatter alone (ZeRO)
   AllGather,        // ring all-gather alone (ZeRO)
   Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
@@ -63,10 +63,11 @@ struct CollectiveShape {
   uint32_t ranks_per_node = 1;  // for Hierarchical
   uint32_t servers = 0;         // for ParameterServer: members ranks..ranks+servers-1 are the servers
   double bytes = 0;             // per-rank buffer n
+  Algorithm inter_node = Algorithm::Ring;  // for Hierarchical: the allreduce between nodes (ring, rhd, tree)
 };
 
 // Throws std::invalid_argument when the shape does not fit the algorithm (e.g. hierarchical with ranks not a
-// multiple of ranks_per_node, ps without servers).
+// multiple of ranks_per_node or an inter-node algorithm other than ring, rhd or tree; ps without servers).
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& shape);
 
 }  // namespace ddlsim

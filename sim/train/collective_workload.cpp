@@ -35,6 +35,14 @@ Algorithm collective_algorithm(const std::string& collective, const StrategySpec
                   n, collective));
 }
 
+Algorithm parse_inter_node(const YamlNode& v) {
+  std::string s = v.as_string();
+  if (s == "ring") return Algorithm::Ring;
+  if (s == "rhd") return Algorithm::HalvingDoubling;
+  if (s == "tree") return Algorithm::Tree;
+  v.fail("inter_node must be ring, rhd or tree");
+}
+
 CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
                                          EngineOptions options) {
   Algorithm algo = collective_algorithm(sc.collective_kind, st);
@@ -44,9 +52,14 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   if (!st.node.is_scalar()) {
     if (algo == Algorithm::ParameterServer)
       st.node.expect_keys({"name", "label", "servers", "placement", "link"});
+    else if (algo == Algorithm::Hierarchical)
+      st.node.expect_keys({"name", "label", "inter_node"});
     else
       st.node.expect_keys({"name", "label"});
   }
+  Algorithm inter_node = Algorithm::Ring;
+  if (auto i = st.node.is_scalar() ? std::nullopt : st.node.get("inter_node"))
+    inter_node = parse_inter_node(*i);
   if (algo == Algorithm::ParameterServer) {
     servers = 1;
     if (!st.node.is_scalar()) {
@@ -70,7 +83,7 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   }
   Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
-  CollectiveShape shape{algo, p, static_cast<uint32_t>(cluster.gpus_per_node), servers, sc.bytes};
+  CollectiveShape shape{algo, p, static_cast<uint32_t>(cluster.gpus_per_node), servers, sc.bytes, inter_node};
   CollectiveTask task;
   try {
     task.plan = make_plan(shape);

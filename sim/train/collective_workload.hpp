@@ -29,4 +29,7 @@ CollectiveResult run_collective_workload(const Scenario& scenario, const Strateg
 // Strategy name to algorithm for a collective kind; fails at the strategy's node when they do not fit.
 Algorithm collective_algorithm(const std::string& collective, const StrategySpec& strategy);
 
+// A strategy's `inter_node` key (the allreduce a hierarchical plan runs between nodes): ring, rhd or tree.
+Algorithm parse_inter_node(const YamlNode& value);
+
 }  // namespace ddlsim

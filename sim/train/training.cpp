@@ -8,6 +8,7 @@
 
 #include "sim/io/trace.hpp"
 #include "sim/net/cluster.hpp"
+#include "sim/train/collective_workload.hpp"
 #include "sim/train/gpu.hpp"
 #include "sim/train/model.hpp"
 
@@ -186,7 +187,8 @@ std::vector<Bucket> make_buckets(const Workload& wl, double cap, double first_ca
 struct Strategy {
   std::string kind;  // allreduce | zero | ps
   Algorithm algorithm = Algorithm::Ring;
-  double bucket = 0, first_bucket = 0;  // 0: one bucket after backward
+  Algorithm inter_node = Algorithm::Ring;  // hierarchical: the allreduce between nodes
+  double bucket = 0, first_bucket = 0;     // 0: one bucket after backward
   bool overlap = true;
   double cycle_time = 0;  // Horovod
   bool negotiation = false;
@@ -214,11 +216,11 @@ Strategy parse_strategy(const StrategySpec& s) {
   };
   st.kind = "allreduce";
   if (name == "ddp") {
-    keys({"bucket_size", "first_bucket", "algorithm"});
+    keys({"bucket_size", "first_bucket", "algorithm", "inter_node"});
     st.bucket = 25 * 1048576.0,
     st.first_bucket = 1048576.0;  // PyTorch DDP bucket_cap_mb=25, first bucket 1 MB
   } else if (name == "horovod") {
-    keys({"fusion_threshold", "cycle_time", "hierarchical", "algorithm"});
+    keys({"fusion_threshold", "cycle_time", "hierarchical", "algorithm", "inter_node"});
     st.bucket = st.first_bucket = 64 * 1048576.0;  // HOROVOD_FUSION_THRESHOLD default 64 MiB
     st.cycle_time = 5e-3;                          // HOROVOD_CYCLE_TIME default 5 ms
     st.negotiation = true;
@@ -233,7 +235,7 @@ Strategy parse_strategy(const StrategySpec& s) {
     st.kind = "ps";
   } else if (name == "ring" || name == "rhd" || name == "tree" || name == "direct" ||
              name == "hierarchical") {
-    keys({"bucket_size", "overlap"});
+    keys({"bucket_size", "overlap", "inter_node"});
     st.algorithm = name == "ring"     ? Algorithm::Ring
                    : name == "rhd"    ? Algorithm::HalvingDoubling
                    : name == "tree"   ? Algorithm::Tree
@@ -258,6 +260,11 @@ Strategy parse_strategy(const StrategySpec& s) {
       st.algorithm = Algorithm::Hierarchical;
     else
       a->fail("algorithm must be ring, tree, rhd or hierarchical");
+  }
+  if (auto i = opt("inter_node")) {
+    st.inter_node = parse_inter_node(*i);
+    if (st.algorithm != Algorithm::Hierarchical)
+      i->fail("inter_node applies to the hierarchical algorithm only");
   }
   if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value;
   if (auto b = opt("first_bucket")) st.first_bucket = b->as_bytes().value;
@@ -455,7 +462,7 @@ class Builder {
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     std::shared_ptr<const CollectivePlan> p =
-        make_plan({a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes});
+        make_plan({a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes, st_.inter_node});
     plans_[key] = p;
     return p;
   }

@@ -36,22 +36,23 @@ Scenario scenario_from(const std::string& text) {
   return s;
 }
 
-// One collective of kN bytes on p ranks of the star; `comm` is an optional comm: map.
+// One collective of kN bytes on p ranks of the star; `comm` is an optional comm: map. gpn GPUs form a "node"
+// (for hierarchical plans); each is still its own host on its own cable.
 CollectiveResult run(int p, const std::string& strategy, const std::string& comm = "",
-                     const std::string& collective = "allreduce", bool fast = true) {
+                     const std::string& collective = "allreduce", bool fast = true, int gpn = 1) {
   std::string text = fmt::format(
       "name: closed-form\n"
       "cluster:\n"
       "  nodes: {}\n"
-      "  gpus_per_node: 1\n"
+      "  gpus_per_node: {}\n"
       "  gpu: a100-40gb\n"
       "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
       "{}"
       "workload: {{collective: {}, bytes: 100MB}}\n"
       "strategies:\n  - {}\n",
-      p, comm.empty() ? "" : "  comm: " + comm + "\n", collective, strategy);
+      p / gpn, gpn, comm.empty() ? "" : "  comm: " + comm + "\n", collective, strategy);
   Scenario sc = scenario_from(text);
-  return run_collective_workload(sc, sc.strategies.at(0), p, EngineOptions{fast});
+  return run_collective_workload(sc, sc.strategies.at(0), p / gpn, EngineOptions{fast});
 }
 
 void expect_rel(double got, double want) {
@@ -133,6 +134,29 @@ TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
   int p = 16;
   double diff = run(p, "ring").time_s - run(p, "rhd").time_s;
   EXPECT_NEAR(diff, (2.0 * (p - 1) - 2 * std::log2(p)) * 2 * kL, 1e-9 * run(p, "ring").time_s);
+}
+
+TEST(ClosedForm, HierarchicalWithEachInterNodeAlgorithm) {
+  // N nodes of g ranks: intra-node ring reduce-scatter and all-gather, g−1 rounds of n/g each, around an
+  // allreduce of the node's n/g slice between nodes (local rank l of every node in one group; the g groups
+  // run at once on their own cables):
+  //   T = 2(g−1)·(2l + n/(g·B)) + T_inter(N, n/g)
+  //   ring: 2(N−1)·(2l + n/(g·N·B));  rhd (N a power of two): 2·log2(N)·2l + 2(N−1)/N·n/(g·B)
+  const int g = 2;
+  for (int nodes : {2, 4, 8}) {
+    SCOPED_TRACE(nodes);
+    int p = g * nodes;
+    double intra = 2.0 * (g - 1) * (2 * kL + kN / (g * kB));
+    double ring = 2.0 * (nodes - 1) * (2 * kL + kN / (g * nodes * kB));
+    double rhd = 2 * std::log2(nodes) * 2 * kL + 2.0 * (nodes - 1) / nodes * kN / (g * kB);
+    for (bool fast : {true, false}) {
+      expect_rel(run(p, "hierarchical", "", "allreduce", fast, g).time_s, intra + ring);
+      expect_rel(run(p, "{name: hierarchical, inter_node: ring}", "", "allreduce", fast, g).time_s,
+                 intra + ring);
+      expect_rel(run(p, "{name: hierarchical, inter_node: rhd}", "", "allreduce", fast, g).time_s,
+                 intra + rhd);
+    }
+  }
 }
 
 TEST(ClosedForm, ParameterServerDedicated) {

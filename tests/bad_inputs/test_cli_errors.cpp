@@ -98,6 +98,11 @@ TEST(CliErrors, UnknownStrategy) {
   expect_one_line_error({"unknown_strategy.yaml", 10, "strategies[1]", "butterfly"});
 }
 
+TEST(CliErrors, InterNodeAlgorithmWithoutHierarchical) {
+  // inter_node picks the allreduce a hierarchical plan runs between nodes; on a flat ring it means nothing.
+  expect_one_line_error({"inter_node_on_ring.yaml", 7, "strategies[1].inter_node", "hierarchical"});
+}
+
 TEST(CliErrors, OverrideWithBadValueNamesTheFlag) {
   // --set values are checked like file values; there is no line, but the error names the key.
   Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
