@@ -54,8 +54,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   }
   if (s.strategies.empty()) strategies.fail("list at least one strategy");
   s.reference_gpus = root.get_int("reference_gpus", 0);
-  if (s.reference_gpus < 0) root["reference_gpus"].fail("must be positive");
+  if (s.reference_gpus < 0) root["reference_gpus"].fail("must be >= 0 (0: the smallest configuration)");
   int64_t seed = root.get_int("seed", 1);
+  if (seed < 0) root["seed"].fail("seed must be >= 0");
   s.seed = static_cast<uint64_t>(seed);
   return s;
 }

@@ -88,25 +88,32 @@ void YamlNode::apply_override(const std::string& assignment) {
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
   // yaml-cpp's operator[] returns proxies: walk with an explicit chain of nodes.
   std::vector<YAML::Node> chain{impl_->node};
+  // A list element is addressed by its index; a scalar has no keys to set.
+  auto index = [&](const YAML::Node& list, const std::string& part) {
+    size_t idx = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), idx);
+    if (ec != std::errc() || end != part.data() + part.size() || idx >= list.size())
+      throw InputError(
+          {"--set", 0, 0}, key,
+          fmt::format("\"{}\" is not an index of the list (it has {} elements)", part, list.size()));
+    return idx;
+  };
+  auto no_scalar = [&](const YAML::Node& n, const std::string& part) {
+    if (n.IsScalar())
+      throw InputError({"--set", 0, 0}, key,
+                       fmt::format("\"{}\" is inside the value \"{}\", which has no keys", part, n.Scalar()));
+  };
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     YAML::Node cur = chain.back();
-    if (cur.IsSequence()) {
-      size_t idx = 0;
-      auto [p, ec] = std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), idx);
-      if (ec != std::errc() || idx >= cur.size())
-        throw InputError({"--set", 0, 0}, key, fmt::format("\"{}\" is not an index of the list", parts[i]));
-      chain.push_back(cur[idx]);
-    } else {
-      chain.push_back(cur[parts[i]]);
-    }
+    no_scalar(cur, parts[i]);
+    chain.push_back(cur.IsSequence() ? cur[index(cur, parts[i])] : cur[parts[i]]);
   }
   YAML::Node parent = chain.back();
-  if (parent.IsSequence()) {
-    size_t idx = std::stoul(parts.back());
-    parent[idx] = value;
-  } else {
+  no_scalar(parent, parts.back());
+  if (parent.IsSequence())
+    parent[index(parent, parts.back())] = value;
+  else
     parent[parts.back()] = value;
-  }
   impl_->overridden.push_back(key);
 }
 
@@ -127,7 +134,14 @@ const std::string& YamlNode::file() const {
 }
 
 // A value that came from --set has no place in the file: errors about it name the flag instead.
-bool YamlNode::from_override(const std::string& path) const {
+bool YamlNode::from_override(const std::string& key_path) const {
+  // Key paths write list elements as a[1].b, overrides as a.1.b.
+  std::string path;
+  for (char c : key_path)
+    if (c == '[')
+      path += '.';
+    else if (c != ']')
+      path += c;
   const Impl& root = impl_->root ? *impl_->root : *impl_;
   for (const std::string& k : root.overridden)
     if (path == k || (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '.'))

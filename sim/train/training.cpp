@@ -106,6 +106,7 @@ Workload parse_workload(const Scenario& sc) {
   wl.dataset_samples = w.has("dataset_samples") ? static_cast<double>(w["dataset_samples"].as_int())
                                                 : wl.model.dataset_samples;
   wl.epochs = w.get_double("epochs", 1);
+  if (wl.epochs <= 0) w["epochs"].fail("epochs must be positive");
   if (auto l = w.get("loader")) wl.loader = parse_loader(*l);
   if (auto c = w.get("compute")) {
     c->expect_keys({"efficiency", "samples_per_s", "backward_factor", "overlap_slowdown", "source"});
@@ -113,8 +114,12 @@ Workload parse_workload(const Scenario& sc) {
       wl.efficiency = e->as_fraction();
       if (wl.efficiency <= 0 || wl.efficiency > 1) e->fail("efficiency must be in (0, 1]");
     }
-    if (auto s = c->get("samples_per_s")) wl.samples_per_s = s->as_double();
+    if (auto s = c->get("samples_per_s")) {
+      wl.samples_per_s = s->as_double();
+      if (wl.samples_per_s <= 0) s->fail("samples_per_s must be positive");
+    }
     wl.backward_factor = c->get_double("backward_factor", 2);
+    if (wl.backward_factor < 0) (*c)["backward_factor"].fail("backward_factor must be >= 0");
     if (auto o = c->get("overlap_slowdown")) {
       wl.overlap_slowdown = o->as_fraction();
       if (wl.overlap_slowdown < 0 || wl.overlap_slowdown >= 1) o->fail("overlap_slowdown must be in [0, 1)");
@@ -126,13 +131,16 @@ Workload parse_workload(const Scenario& sc) {
     if (wl.jitter != "lognormal" && wl.jitter != "normal" && wl.jitter != "none")
       (*j)["distribution"].fail("distribution must be lognormal, normal or none");
     wl.jitter_cv = (*j)["cv"].as_fraction();
+    if (wl.jitter_cv < 0) (*j)["cv"].fail("cv must be >= 0");
   }
   wl.steps = static_cast<int>(w.get_int("steps", sc.root.get_int("steps", 4)));
   wl.warmup = static_cast<int>(w.get_int("warmup_steps", sc.root.get_int("warmup_steps", 1)));
-  if (wl.steps < 1 || wl.warmup < 1) w.fail("steps and warmup_steps must be at least 1");
+  for (auto [value, key] : {std::pair{wl.steps, "steps"}, std::pair{wl.warmup, "warmup_steps"}})
+    if (value < 1) (w.has(key) ? w[key] : sc.root[key]).fail(fmt::format("{} must be at least 1", key));
   if (auto c = w.get("checkpoint")) {
     c->expect_keys({"every", "bandwidth"});
     wl.checkpoint_every = static_cast<int>((*c)["every"].as_int());
+    if (wl.checkpoint_every < 1) (*c)["every"].fail("every must be at least 1 (steps between checkpoints)");
     wl.checkpoint_bandwidth = (*c)["bandwidth"].as_rate().value;
   }
   return wl;
@@ -188,7 +196,8 @@ struct Strategy {
   std::string kind;  // allreduce | zero | ps
   Algorithm algorithm = Algorithm::Ring;
   Algorithm inter_node = Algorithm::Ring;  // hierarchical: the allreduce between nodes
-  double bucket = 0, first_bucket = 0;     // 0: one bucket after backward
+  double bucket = 0, first_bucket = 0;     // bytes; 0: one bucket after backward
+  double bucket_elements = 0;              // ZeRO's default cap counts gradient elements (replaces bucket)
   bool overlap = true;
   double cycle_time = 0;  // Horovod
   bool negotiation = false;
@@ -229,7 +238,7 @@ Strategy parse_strategy(const StrategySpec& s) {
     keys({"stage", "bucket_size"});
     st.kind = "zero";
     st.zero_stage = 2;
-    st.bucket = st.first_bucket = 5e8;  // DeepSpeed reduce_bucket_size default 5e8 elements; in bytes below
+    st.bucket_elements = 5e8;  // DeepSpeed reduce_bucket_size default: 5e8 elements, bytes by precision
   } else if (name == "ps") {
     keys({"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link"});
     st.kind = "ps";
@@ -250,6 +259,8 @@ Strategy parse_strategy(const StrategySpec& s) {
   }
   if (auto a = opt("algorithm")) {
     std::string v = a->as_string();
+    if (st.algorithm == Algorithm::Hierarchical && v != "hierarchical")
+      a->fail("hierarchical: true already asks for the hierarchical algorithm");
     if (v == "ring")
       st.algorithm = Algorithm::Ring;
     else if (v == "tree")
@@ -266,7 +277,7 @@ Strategy parse_strategy(const StrategySpec& s) {
     if (st.algorithm != Algorithm::Hierarchical)
       i->fail("inter_node applies to the hierarchical algorithm only");
   }
-  if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value;
+  if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value, st.bucket_elements = 0;
   if (auto b = opt("first_bucket")) st.first_bucket = b->as_bytes().value;
   if (auto b = opt("fusion_threshold")) st.bucket = st.first_bucket = b->as_bytes().value;
   if (auto c = opt("cycle_time")) st.cycle_time = c->as_time().seconds();
@@ -452,10 +463,11 @@ class Builder {
   }
   std::vector<Bucket> sync_buckets() const {
     if (st_.kind == "ps") return make_buckets(wl_, st_.chunk, st_.chunk);
-    double cap = st_.kind == "zero" ? st_.bucket * wl_.gradient_bytes : st_.bucket;
+    double cap = st_.bucket_elements > 0 ? st_.bucket_elements * wl_.gradient_bytes : st_.bucket;
     if (st_.kind == "zero" && st_.zero_stage == 1) cap = 0;
     if (cap <= 0 || !st_.overlap) cap = 1e300;
-    return make_buckets(wl_, cap, st_.kind == "zero" ? cap : (st_.first_bucket > 0 ? st_.first_bucket : cap));
+    bool own_first = st_.kind != "zero" && st_.overlap && st_.first_bucket > 0;  // DDP's small first bucket
+    return make_buckets(wl_, cap, own_first ? st_.first_bucket : cap);
   }
   std::shared_ptr<const CollectivePlan> plan(Algorithm a, double bytes) {
     auto key = std::make_pair(static_cast<int>(a), bytes);

@@ -81,6 +81,25 @@ TEST(TrainingClosedForms, DdpHidesEveryBucketButTheLast) {
   EXPECT_NEAR(d.step_time_s, want_default, want_default * 1e-6);
 }
 
+TEST(TrainingClosedForms, BucketSizeWithoutOverlapIsStillOneAllreduceAfterBackward) {
+  // overlap: false synchronises once after backward, so a bucket size changes nothing:
+  // step = forward + backward + ring(4 x 10 MB) + update, as for `[ring]`.
+  TrainingResult r = run("[{name: ring, bucket_size: 10MB, overlap: false}]");
+  double want = kForward + kBackward + ring(4, 4 * kLayerGrad) + kUpdate;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
+TEST(TrainingClosedForms, ZeroBucketSizeIsInBytes) {
+  // ZeRO stage 2 with bucket_size 10 MB (bytes, like every size key): one reduce-scatter per layer,
+  // RS(n) = (p−1)·(l + n/(p·B)) = 306 us, each hidden behind the next layer's 2 ms of backward but the last;
+  // then every rank updates its quarter, and the 40 MB of parameters are all-gathered, AG(n) = RS(n):
+  // step = forward + backward + RS(10 MB) + update / 4 + AG(40 MB).
+  auto rs = [](double n) { return 3 * (kLink + n / (4 * kB)); };
+  TrainingResult r = run("[{name: zero, stage: 2, bucket_size: 10MB}]");
+  double want = kForward + kBackward + rs(kLayerGrad) + kUpdate / 4 + rs(4 * kLayerGrad);
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
 TEST(TrainingClosedForms, OverlapSlowdownStretchesComputeUnderResidentKernels) {
   // compute.overlap_slowdown s: compute on a GPU while one of its collective kernels is resident takes s x
   // the overlap longer. Buckets of one layer: the allreduce of bucket b (ring(10 MB) = 612 us) is resident
