@@ -1,6 +1,8 @@
 #include "sim/net/cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -23,10 +25,13 @@ std::string find_topology_file(const YamlNode& node) {
   } else {
     candidates.push_back(fs::path(node.file()).parent_path() / name);
   }
-  for (const fs::path& p : candidates)
-    if (fs::is_regular_file(p)) return p.lexically_normal().string();
-  node.fail(
-      fmt::format("no topology \"{}\" (looked for topologies/{}.yaml and the path itself)", name, name));
+  std::vector<std::string> tried;
+  for (const fs::path& p : candidates) {
+    std::string path = p.lexically_normal().string();
+    if (fs::is_regular_file(p)) return path;
+    if (std::find(tried.begin(), tried.end(), path) == tried.end()) tried.push_back(path);
+  }
+  node.fail(fmt::format("no topology \"{}\" (looked for {})", name, fmt::join(tried, ", ")));
 }
 
 const std::vector<std::string> kClusterKeys = {"topology",  "name",        "nodes",   "gpus_per_node",

@@ -30,7 +30,7 @@ Algorithm collective_algorithm(const std::string& collective, const StrategySpec
   }
   YamlNode where = s.node.is_scalar() ? s.node : s.node["name"];
   where.fail(
-      fmt::format("strategy \"{}\" cannot run a {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
+      fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
                   "reduce-scatter/all-gather: ring; broadcast: tree)",
                   n, collective));
 }
