@@ -248,8 +248,12 @@ Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts&
     if (nics < 1 || nics > 64) (*node)["nics"].fail("nics must be between 1 and 64");
     c.gpus_per_node = static_cast<int>(g);
     YamlNode gl = (*node)["gpu_link"];
-    gl.expect_keys({"kind", "bandwidth", "latency"});
     std::string kind = gl["kind"].as_string();
+    // pcie: no GPU-to-GPU link at all (traffic crosses the node's PCIe), so it takes no rate of its own.
+    if (kind == "pcie")
+      gl.expect_keys({"kind"});
+    else
+      gl.expect_keys({"kind", "bandwidth", "latency"});
     if (kind != "nvlink-mesh" && kind != "nvswitch" && kind != "pcie" && kind != "infinity-fabric")
       gl["kind"].fail(
           fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
