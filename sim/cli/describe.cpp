@@ -41,9 +41,17 @@ int describe_command(const std::vector<std::string>& args) {
                            c.topo.links().size());
   for (const auto& [cls, e] : by_class)
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
-  // The software side of a message (CommModel), by message-size range; "-" where nothing bounds it.
+  // The software side of a message (CommModel), by message-size range; "-" where nothing bounds it. The
+  // intra-node class applies only where GPUs share a node (a cluster without `node` has one GPU per host).
+  bool shared_nodes = false;
+  for (size_t i = 1; i < c.gpus.size() && !shared_nodes; ++i)
+    shared_nodes = c.topo.vertex(c.gpus[i]).node == c.topo.vertex(c.gpus[i - 1]).node;
   for (const auto& [name, cls] : {std::pair<const char*, const CommClass*>{"intra", &c.comm.intra},
                                   std::pair<const char*, const CommClass*>{"inter", &c.comm.inter}}) {
+    if (cls == &c.comm.intra && !shared_nodes) {
+      std::cout << "  comm intra   (unused: every GPU is a host of its own)\n";
+      continue;
+    }
     std::vector<double> bounds;
     for (const CommRange& r : cls->ranges) bounds.push_back(r.max_bytes);
     for (size_t i = 0; i < cls->ranges.size(); ++i) {

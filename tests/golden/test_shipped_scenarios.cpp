@@ -47,3 +47,13 @@ TEST(ShippedScenarios, DescribePrintsLinksCommModelAndRoutes) {
                            "reduce any size     gpu 600 GB/s", "route 1 hops: n0.gpu0 > n0.gpu1"})
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
 }
+
+TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
+  // A star of one-GPU hosts has no two GPUs in one node, so the intra-node comm class never applies.
+  auto [status, out] = ddlsim_test::run_ddlsim(
+      "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/star-ps-vs-ring.yaml' --nodes 2",
+      ddlsim_test::Capture::Both);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("comm intra   (unused"), std::string::npos) << out;
+  EXPECT_EQ(out.find("comm intra any size"), std::string::npos) << out;
+}
