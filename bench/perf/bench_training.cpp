@@ -1,11 +1,13 @@
 // Training-step benchmarks: wall time of whole simulated ResNet-50 DDP runs (figures, never assertions).
-//   juwels-1024-{hierarchical,ring}  256 nodes x 4 A100 of JUWELS Booster (dragonfly+, contention through the
-//   flow
-//                                    model wherever links are shared), warm-up + 1 step, plus the 4-GPU
-//                                    reference
+//   juwels-1024-{hierarchical,ring}   256 nodes x 4 A100 of JUWELS Booster (dragonfly+), warm-up + 1 step,
+//                                     plus the 4-GPU reference; contention goes through the flow model
+//                                     wherever links are shared
+//   juwels-1024-hierarchical-rhd      the same with halving-doubling between nodes: far partners share the
+//                                     dragonfly+ global links, so every message runs on the flow model (the
+//                                     engine's slow case: max-min re-solved per connected component)
 //   fattree-16384-{hierarchical,ring} 4096 nodes of the same node type on a 3-level non-blocking HDR
 //   fat-tree,
-//                                    synthetic data (no file-system bound)
+//                                     synthetic data (no file-system bound)
 // Columns: case, gpus, messages (collective messages simulated), flows (messages that went through the flow
 // model), wall_s, rss_MB (peak resident set so far).
 // Usage: bench_training [--quick]   (--quick: 64 and 1024 GPUs instead of 1024 and 16384)
@@ -31,6 +33,7 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// `algorithm`: the DDP strategy's options after `algorithm: ` (e.g. "hierarchical, inter_node: rhd").
 void run_case(const std::string& name, const std::string& file, int64_t nodes, const std::string& algorithm,
               const std::vector<std::string>& extra) {
   std::vector<std::string> sets = {"workload.steps=1", "workload.warmup_steps=1",
@@ -55,8 +58,9 @@ int main(int argc, char** argv) {
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
   int64_t small = quick ? 16 : 256, big = quick ? 256 : 4096;
-  for (const char* a : {"hierarchical", "ring"})
-    run_case(std::string("juwels-") + std::to_string(small * 4) + "-" + a, juwels, small, a, {});
+  std::string juwels_name = "juwels-" + std::to_string(small * 4) + "-";
+  for (const char* a : {"hierarchical", "ring"}) run_case(juwels_name + a, juwels, small, a, {});
+  run_case(juwels_name + "hierarchical-rhd", juwels, small, "hierarchical, inter_node: rhd", {});
   // The same nodes on a non-blocking 3-level fat-tree (20-port leaves x 20 leaves per pod), large enough for
   // 4096.
   std::vector<std::string> fat_tree = {
