@@ -404,10 +404,15 @@ class Builder {
         if (k >= wl_.loader.prefetch) g.depend(forwards[w][k - wl_.loader.prefetch], load);
         TaskId first = load;
         if (wl_.loader.gpu_cost > 0) {
-          TaskId pre = g.add_compute(gpu_[w], Time::from_seconds(wl_.loader.gpu_cost * wl_.batch),
-                                     static_cast<int32_t>(w), k, l_pre);
-          g.depend(load, pre);
-          first = pre;
+          // GPU-side preprocessing (DALI on the GPU) runs on a stream of its own, interleaved with the
+          // training kernels: one task per sample, so a training kernel that becomes ready waits for at most
+          // one sample's work (first come, first served on the GPU), not for the whole batch.
+          for (int64_t i = 0; i < wl_.batch; ++i) {
+            TaskId pre = g.add_compute(gpu_[w], Time::from_seconds(wl_.loader.gpu_cost),
+                                       static_cast<int32_t>(w), k, l_pre);
+            g.depend(first, pre);
+            first = pre;
+          }
         }
         TaskId fwd =
             g.add_compute(gpu_[w], Time::from_seconds(forward_time() * j), static_cast<int32_t>(w), k, l_fwd);
