@@ -578,8 +578,11 @@ class Builder {
         }
         TaskId upd = UINT32_MAX;
         if (st_.mode == "sync") {
-          upd = g.add_delay(Time::from_seconds(bytes / 4 * 16 / 20e9), Category::Communication, -1, k, l_upd,
-                            server_cpu_[j]);
+          // SGD with momentum on the server's CPU: like the GPU update, 16 bytes of memory traffic per
+          // 4-byte parameter, where a sum moves 12 (two operands read, one written): 4/3 of summing the shard
+          // at the CPU's reduction rate (free when the cluster gives none).
+          upd = g.add_delay(Time::from_seconds(4.0 / 3.0 * c_.comm.reduce_seconds(bytes, bytes, true)),
+                            Category::Communication, -1, k, l_upd, server_cpu_[j]);
           for (uint32_t w = 0; w < p_; ++w) g.depend(aggs[w], upd);
         }
         for (uint32_t w = 0; w < p_; ++w) {

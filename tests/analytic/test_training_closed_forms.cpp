@@ -100,6 +100,19 @@ TEST(TrainingClosedForms, ZeroBucketSizeIsInBytes) {
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
+TEST(TrainingClosedForms, SyncParameterServerSumsAndUpdatesOnItsCpu) {
+  // One dedicated server, one 40 MB chunk after backward (chunk_size 100 MB), CPU reduction rate R = 10 GB/s.
+  // The 4 pushes share the server's link: 4·40 MB / B + l. The server's CPU applies them one by one, 4 sums
+  // of 40 MB at R, then the momentum update, 16 bytes of traffic per parameter where a sum moves 12: 4/3 · 40
+  // MB / R. The 4 pulls share the link again. step = forward + backward + 2·(4·40 MB / B + l) + 4·40 MB / R +
+  // 4/3·40 MB / R.
+  const double n = 4 * kLayerGrad, R = 10e9;
+  TrainingResult r = run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB}]", "", 4,
+                         {"cluster.comm={reduce_bandwidth_cpu: 10GB/s}"});
+  double want = kForward + kBackward + 2 * (4 * n / kB + kLink) + 4 * n / R + 4.0 / 3.0 * n / R;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
 TEST(TrainingClosedForms, OverlapSlowdownStretchesComputeUnderResidentKernels) {
   // compute.overlap_slowdown s: compute on a GPU while one of its collective kernels is resident takes s x
   // the overlap longer. Buckets of one layer: the allreduce of bucket b (ring(10 MB) = 612 us) is resident
