@@ -24,6 +24,7 @@ std::string find_topology_file(const YamlNode& node) {
     candidates.push_back(fs::path(DDLSIM_SOURCE_DIR) / "topologies" / (name + ".yaml"));
   } else {
     candidates.push_back(fs::path(node.file()).parent_path() / name);
+    if (fs::path(name).is_relative()) candidates.push_back(fs::path(DDLSIM_SOURCE_DIR) / name);
   }
   std::vector<std::string> tried;
   for (const fs::path& p : candidates) {

@@ -91,3 +91,13 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
   EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.9);
   EXPECT_DOUBLE_EQ(c.comm.reduce_seconds(600e9, 1e6, false), 1.0);  // 600 GB at 600 GB/s
 }
+
+// A topology given as a relative path with its extension is found from any working directory: next to the
+// scenario, then in the source tree (as names without an extension are).
+TEST(ShippedTopologies, RelativeTopologyPathFallsBackToTheSourceTree) {
+  YamlNode root = YamlNode::load_string("cluster: {topology: topologies/juwels-booster.yaml, nodes: 1}\n",
+                                        "/nonexistent/dir/scenario.yaml");
+  Cluster c = build_cluster(ClusterSpec(root["cluster"]), 1);
+  EXPECT_EQ(c.name, "juwels-booster");
+  EXPECT_EQ(c.gpus.size(), 4u);
+}
