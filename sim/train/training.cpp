@@ -277,7 +277,10 @@ Strategy parse_strategy(const StrategySpec& s) {
     if (st.algorithm != Algorithm::Hierarchical)
       i->fail("inter_node applies to the hierarchical algorithm only");
   }
-  if (auto b = opt("bucket_size")) st.bucket = st.first_bucket = b->as_bytes().value, st.bucket_elements = 0;
+  if (auto b = opt("bucket_size")) {
+    st.bucket = st.first_bucket = b->as_bytes().value;
+    st.bucket_elements = 0;  // a given size is in bytes, for ZeRO too
+  }
   if (auto b = opt("first_bucket")) st.first_bucket = b->as_bytes().value;
   if (auto b = opt("fusion_threshold")) st.bucket = st.first_bucket = b->as_bytes().value;
   if (auto c = opt("cycle_time")) st.cycle_time = c->as_time().seconds();

@@ -169,42 +169,37 @@ TEST(CliErrors, ValidateMeasuredCsvProblems) {
   EXPECT_NE(missing.out.find("--measured"), std::string::npos) << missing.out;
 }
 
+// `ddlsim run SCENARIO --set ASSIGNMENT` must fail with one line containing `expect`, exit status 2.
+static void expect_override_error(const std::string& scenario, const std::string& assignment,
+                                  const std::string& expect) {
+  SCOPED_TRACE(assignment);
+  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/" + scenario + "' --set '" +
+                     assignment + "'");
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_NE(o.out.find(expect), std::string::npos) << o.out;
+}
+
 TEST(CliErrors, OverrideWithUnknownKeyNamesTheFlag) {
   // A misspelt key given with --set is not in the file: the error names --set and suggests the close key.
-  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
-                     "/scenarios/star-ps-vs-ring.yaml' --set cluster.network.lnk=3");
-  EXPECT_EQ(o.status, 2);
-  EXPECT_EQ(lines(o.out), 1u) << o.out;
-  EXPECT_NE(o.out.find("--set: cluster.network.lnk: unknown key (did you mean \"link\"?)"), std::string::npos)
-      << o.out;
+  expect_override_error("star-ps-vs-ring.yaml", "cluster.network.lnk=3",
+                        "--set: cluster.network.lnk: unknown key (did you mean \"link\"?)");
 }
 
 TEST(CliErrors, OverrideIntoListsAndScalarsNamesTheFlag) {
   // --set walks list elements by index and cannot set a key inside a plain value; either mistake, and any
   // error inside a list element that came from --set, is one line naming --set and the key, exit 2.
-  const std::string scenario = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/star-ps-vs-ring.yaml";
-  struct Case {
-    std::string set, expect;
-  };
-  const Case cases[] = {
-      {"strategies.x=ring", "--set: strategies.x: \"x\" is not an index of the list (it has 7 elements)"},
-      {"strategies.9=ring", "--set: strategies.9: \"9\" is not an index"},
-      {"strategies.0.label=x", "--set: strategies.0.label: \"label\" is inside the value \"ring\""},
-      {"strategies=[{name: ps, servers: 0}]", "--set: strategies[0].servers: servers must be between 1"},
-  };
-  for (const Case& c : cases) {
-    Outcome o = ddlsim("run '" + scenario + "' --set '" + c.set + "'");
-    EXPECT_EQ(o.status, 2) << c.set << ": " << o.out;
-    EXPECT_EQ(lines(o.out), 1u) << o.out;
-    EXPECT_NE(o.out.find(c.expect), std::string::npos) << o.out;
-  }
+  const std::string s = "star-ps-vs-ring.yaml";
+  expect_override_error(s, "strategies.x=ring",
+                        "--set: strategies.x: \"x\" is not an index of the list (it has 7 elements)");
+  expect_override_error(s, "strategies.9=ring", "--set: strategies.9: \"9\" is not an index");
+  expect_override_error(s, "strategies.0.label=x",
+                        "--set: strategies.0.label: \"label\" is inside the value \"ring\"");
+  expect_override_error(s, "strategies=[{name: ps, servers: 0}]",
+                        "--set: strategies[0].servers: servers must be between 1");
 }
 
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
-  Outcome o = ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
-                     "/scenarios/horovod-mnist.yaml' --set workload.warmup_steps=0");
-  EXPECT_EQ(o.status, 2);
-  EXPECT_EQ(lines(o.out), 1u) << o.out;
-  EXPECT_NE(o.out.find("--set: workload.warmup_steps: warmup_steps must be at least 1"), std::string::npos)
-      << o.out;
+  expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
+                        "--set: workload.warmup_steps: warmup_steps must be at least 1");
 }
