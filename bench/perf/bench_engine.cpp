@@ -127,8 +127,10 @@ void flownet_case(size_t links, size_t flows, size_t concurrent) {
   }
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   print_line(fmt::format("flownet-random-{}links-{}active", links, concurrent), 0, events, wall);
-  std::fprintf(stderr, "  flownet: %zu flows, %llu component solves\n", flows,
-               static_cast<unsigned long long>(net.component_solves()));
+  std::fprintf(stderr, "  flownet: %zu flows, %llu region solves, %llu growths, %llu component fallbacks\n",
+               flows, static_cast<unsigned long long>(net.region_solves()),
+               static_cast<unsigned long long>(net.region_growths()),
+               static_cast<unsigned long long>(net.component_fallbacks()));
 }
 
 }  // namespace

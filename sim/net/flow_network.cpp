@@ -151,94 +151,171 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
   heap_update(id);
 }
 
+namespace {
+// Relative slack of the certificate checks (saturated link, largest rate, at the cap): far above the rounding
+// of sums over a link's flows, far below anything a completion time can show.
+constexpr double kSlack = 1e-11;
+// Rounds of growth before the region becomes its whole connected component (bounds the work of a cascade).
+constexpr int kGrowthRounds = 6;
+}  // namespace
+
 void FlowNetwork::resolve(Time now) {
   if (new_flows_.empty() && dirty_links_.empty()) return;
   ++stamp_;
-  // Every seed not yet reached starts a component of its own; components are solved independently.
-  for (FlowId seed : new_flows_) {
-    if (!flows_[seed].active || flows_[seed].stamp == stamp_) continue;
-    bfs_flows_.assign(1, seed);
-    flows_[seed].stamp = stamp_;
-    collect_component(now);
-  }
-  for (LinkId seed : dirty_links_) {
-    Link& l = links_[seed];
-    l.dirty = false;
-    if (l.stamp == stamp_ || l.flows.empty()) continue;
-    bfs_flows_.clear();
-    for (FlowId f : l.flows)
-      if (flows_[f].stamp != stamp_) {
-        flows_[f].stamp = stamp_;
-        bfs_flows_.push_back(f);
-      }
-    collect_component(now);
+  region_flows_.clear();
+  region_links_.clear();
+  for (FlowId f : new_flows_)
+    if (flows_[f].active && flows_[f].stamp != stamp_) add_to_region(f);
+  for (LinkId l : dirty_links_) {
+    links_[l].dirty = false;
+    for (FlowId f : links_[l].flows)
+      if (flows_[f].stamp != stamp_) add_to_region(f);
   }
   new_flows_.clear();
   dirty_links_.clear();
-}
-
-void FlowNetwork::collect_component(Time now) {
-  comp_flows_.clear();
-  comp_links_.clear();
-  while (!bfs_flows_.empty()) {
-    FlowId fid = bfs_flows_.back();
-    bfs_flows_.pop_back();
-    comp_flows_.push_back(fid);
-    for (LinkId lid : flows_[fid].route) {
-      Link& l = links_[lid];
-      if (l.stamp == stamp_) continue;
-      l.stamp = stamp_;
-      comp_links_.push_back(lid);
-      for (FlowId other : l.flows)
-        if (flows_[other].stamp != stamp_) {
-          flows_[other].stamp = stamp_;
-          bfs_flows_.push_back(other);
-        }
+  if (region_flows_.empty()) return;
+  for (int round = 0;; ++round) {
+    if (!solve_region()) break;  // every region flow alone on its links: nothing held is affected
+    if (round == kGrowthRounds) {
+      ++fallbacks_;
+      grow_to_components();
+      solve_region();
+      break;
     }
+    if (!grow_region()) break;
+    ++growths_;
   }
-  solve_component(now);
+  for (FlowId f : region_flows_) set_rate(f, flows_[f].trial, now);
 }
 
-// Progressive filling: raise every unfixed flow's rate together; the first link to saturate (or flow to reach
-// its cap) fixes the flows that cross it; repeat with what is left. The result is the max-min fair
-// allocation.
-void FlowNetwork::solve_component(Time now) {
-  ++solves_;
-  if (comp_flows_.size() == 1) {  // alone on its links: no sharing to solve
-    FlowId f = comp_flows_[0];
-    double r = flows_[f].cap;
-    for (LinkId l : flows_[f].route) r = std::min(r, links_[l].capacity);
-    set_rate(f, r, now);
-    return;
+void FlowNetwork::add_to_region(FlowId f) {
+  flows_[f].stamp = stamp_;
+  region_flows_.push_back(f);
+  for (LinkId l : flows_[f].route)
+    if (links_[l].stamp != stamp_) {
+      links_[l].stamp = stamp_;
+      region_links_.push_back(l);
+    }
+}
+
+double FlowNetwork::current_rate(FlowId f) const {
+  return flows_[f].stamp == stamp_ ? flows_[f].trial : flows_[f].rate;
+}
+
+void FlowNetwork::refresh_link(LinkId lid) {
+  Link& l = links_[lid];
+  if (l.checked == check_) return;
+  l.checked = check_;
+  l.load = 0;
+  l.top = 0;
+  for (FlowId f : l.flows) {
+    double r = current_rate(f);
+    l.load += r;
+    l.top = std::max(l.top, r);
   }
+}
+
+// Max-min certificate of one flow: it runs at its cap, or it is (one of) the largest on a saturated link.
+bool FlowNetwork::certified(FlowId f) {
+  double r = current_rate(f);
+  if (r >= flows_[f].cap * (1 - kSlack)) return true;
+  for (LinkId lid : flows_[f].route) {
+    refresh_link(lid);
+    const Link& l = links_[lid];
+    if (l.load >= l.capacity * (1 - kSlack) && r >= l.top * (1 - kSlack)) return true;
+  }
+  return false;
+}
+
+// Adds to the region every flow on a region link whose certificate fails with the region's trial rates: a
+// held flow that lost its bottleneck (it may now rise), or, for a region flow without one, the held flows
+// above it on its links (they must come down). Flows on other links are unchanged and keep their
+// certificates. Returns whether the region grew.
+bool FlowNetwork::grow_region() {
+  ++check_;
+  grown_.clear();
+  bool stuck = false;  // a region flow failed with no held flow above it (rounding): take the components
+  for (LinkId lid : region_links_)
+    for (FlowId f : links_[lid].flows) {
+      Flow& fl = flows_[f];
+      if (fl.checked == check_) continue;
+      fl.checked = check_;
+      if (certified(f)) continue;
+      if (fl.stamp != stamp_) {
+        grown_.push_back(f);
+        continue;
+      }
+      size_t before = grown_.size();
+      for (LinkId on : fl.route)
+        for (FlowId g : links_[on].flows)
+          if (flows_[g].stamp != stamp_ && flows_[g].rate > fl.trial * (1 + kSlack)) grown_.push_back(g);
+      stuck = stuck || grown_.size() == before;
+    }
+  size_t size = region_flows_.size();
+  if (stuck) grow_to_components();
+  for (FlowId g : grown_)
+    if (flows_[g].stamp != stamp_) add_to_region(g);
+  return region_flows_.size() > size;
+}
+
+void FlowNetwork::grow_to_components() {
+  for (size_t i = 0; i < region_flows_.size(); ++i)
+    for (LinkId lid : flows_[region_flows_[i]].route)
+      for (FlowId g : links_[lid].flows)
+        if (flows_[g].stamp != stamp_) add_to_region(g);
+}
+
+// Progressive filling over the region, each link's capacity less the held flows' rates: raise every unfixed
+// region flow's rate together; the first link to saturate (or flow to reach its cap) fixes the flows that
+// cross it; repeat with what is left. Sets every region flow's trial rate; returns whether any of them shares
+// a link.
+bool FlowNetwork::solve_region() {
+  ++solves_;
   // Heap-driven rounds: a round takes every link whose fair share (residual / unfixed flows) is within a
   // relative 1e-12 of the smallest, and every flow capped at or below it; their unfixed flows are fixed at
   // that share. Shares of the other links only grow when flows are fixed below them, so the heap holds them
   // lazily.
   using Key = std::pair<double, LinkId>;
   link_heap_.clear();
-  for (LinkId lid : comp_links_) {
+  for (LinkId lid : region_links_) {
     Link& l = links_[lid];
     l.residual = l.capacity;
-    l.unfixed = static_cast<uint32_t>(l.flows.size());
+    l.unfixed = 0;
+    for (FlowId f : l.flows)
+      if (flows_[f].stamp == stamp_)
+        ++l.unfixed;
+      else
+        l.residual -= flows_[f].rate;
+    l.residual = std::max(0.0, l.residual);
     l.share = l.residual / l.unfixed;
     link_heap_.push_back({l.share, lid});
   }
   std::make_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
   capped_.clear();
-  for (uint32_t i = 0; i < comp_flows_.size(); ++i) {
-    Flow& fl = flows_[comp_flows_[i]];
+  size_t left = 0;
+  for (FlowId f : region_flows_) {
+    Flow& fl = flows_[f];
     fl.fixed = false;
-    if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(comp_flows_[i]);
+    bool alone = true;  // alone on its links: its rate needs no sharing (and is exact)
+    for (LinkId lid : fl.route) alone = alone && links_[lid].flows.size() == 1;
+    if (alone) {
+      double r = fl.cap;
+      for (LinkId lid : fl.route) r = std::min(r, links_[lid].capacity);
+      fl.trial = r;
+      fl.fixed = true;
+      for (LinkId lid : fl.route) links_[lid].unfixed = 0;
+      continue;
+    }
+    ++left;
+    if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(f);
   }
   // Usually every cap is the same (one NIC type): sort only when they differ.
   auto by_cap = [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; };
   if (!std::is_sorted(capped_.begin(), capped_.end(), by_cap))
     std::sort(capped_.begin(), capped_.end(), by_cap);
+  bool shared = left > 0;
   size_t next_capped = 0;
-  size_t left = comp_flows_.size();
   constexpr double kTie = 1e-12;
-  std::vector<FlowId>& todo = bfs_flows_;  // reuse as scratch: empty here
   auto valid_top = [&] {
     while (!link_heap_.empty()) {
       const Key& k = link_heap_.front();
@@ -255,31 +332,31 @@ void FlowNetwork::solve_component(Time now) {
     if (valid_top()) share = link_heap_.front().first;
     if (next_capped < capped_.size()) share = std::min(share, flows_[capped_[next_capped]].cap);
     double limit = share * (1 + kTie);
-    todo.clear();
+    todo_.clear();
     for (size_t i = next_capped; i < capped_.size() && flows_[capped_[i]].cap <= limit; ++i)
       if (!flows_[capped_[i]].fixed) {
         flows_[capped_[i]].fixed = true;
-        todo.push_back(capped_[i]);
+        todo_.push_back(capped_[i]);
       }
     while (valid_top() && link_heap_.front().first <= limit) {
       LinkId lid = link_heap_.front().second;
       std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
       link_heap_.pop_back();
       for (FlowId f : links_[lid].flows)
-        if (!flows_[f].fixed) {
+        if (flows_[f].stamp == stamp_ && !flows_[f].fixed) {
           flows_[f].fixed = true;
-          todo.push_back(f);
+          todo_.push_back(f);
         }
     }
-    if (todo.empty())
+    if (todo_.empty())
       throw std::logic_error("max-min solver: an unfixed flow crosses no link and has no cap");
     // Each link loses share once per flow fixed on it: one multiplication per link keeps the sums independent
     // of the order in which links were popped.
     touched_links_.clear();
-    for (FlowId f : todo)
+    for (FlowId f : todo_)
       for (LinkId lid : flows_[f].route)
         if (links_[lid].fixing++ == 0) touched_links_.push_back(lid);
-    for (FlowId f : todo) set_rate(f, share, now);
+    for (FlowId f : todo_) flows_[f].trial = share;
     for (LinkId lid : touched_links_) {
       Link& l = links_[lid];
       l.residual = std::max(0.0, l.residual - share * l.fixing);
@@ -293,9 +370,9 @@ void FlowNetwork::solve_component(Time now) {
         std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
       }
     }
-    left -= todo.size();
+    left -= todo_.size();
   }
-  todo.clear();
+  return shared;
 }
 
 std::vector<FlowId> FlowNetwork::active_flow_ids() const {

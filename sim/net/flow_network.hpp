@@ -1,10 +1,12 @@
 #pragma once
 // Flow-level (fluid) network: directed links with a capacity; flows drain at their max-min fair share of
 // every link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a
-// flow after its route latency (see Engine). Rates are recomputed only for the flows connected (through
-// shared links, transitively) to the ones that started or ended since the last resolve(); flows started at
-// the same instant are solved together. Completion times live in an indexed heap, re-keyed in place when a
-// rate changes.
+// flow after its route latency (see Engine). resolve() re-solves incrementally: a region (the flows that
+// started, and the flows on links a flow left, since the last call) is solved by progressive filling with the
+// other flows' rates held, then grown by every flow that no longer satisfies the max-min certificate (each
+// flow capped, or the largest on a saturated link) until all do, which makes the result the max-min
+// allocation; after a few rounds of growth the region becomes its whole connected component. Completion
+// times live in an indexed heap, re-keyed in place when a rate changes.
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -47,7 +49,9 @@ class FlowNetwork {
 
   // Statistics for benchmarks.
   uint64_t flows_started() const { return flows_started_; }
-  uint64_t component_solves() const { return solves_; }
+  uint64_t region_solves() const { return solves_; }
+  uint64_t region_growths() const { return growths_; }         // rounds that grew a region
+  uint64_t component_fallbacks() const { return fallbacks_; }  // regions that became whole components
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
@@ -57,28 +61,39 @@ class FlowNetwork {
     std::vector<FlowId> flows;  // active flows on this link
     uint32_t stamp = 0;
     bool dirty = false;
-    double residual = 0;  // solver scratch
+    // solver scratch
+    double residual = 0;  // capacity left to the region's flows
     double share = 0;     // residual / unfixed when last pushed on the solver's heap
     uint32_t unfixed = 0;
-    uint32_t fixing = 0;  // solver scratch: flows fixed on this link in the current round
+    uint32_t fixing = 0;   // flows fixed on this link in the current round
+    uint32_t checked = 0;  // check_ when load and top below are current
+    double load = 0;       // sum of the flows' rates (trial rates for region flows)
+    double top = 0;        // the largest of those rates
   };
   struct Flow {
     std::vector<LinkId> route;
     std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows
     double remaining = 0;        // bytes left at `updated`
     double rate = 0;
+    double trial = 0;  // solver scratch: the rate the region solve gives this flow
     double cap = 0;
     Time updated;
     Time finish = Time::max();
     uint64_t tag = 0;
     uint64_t order = 0;  // creation order: ties in completion time break by it
     uint32_t heap_pos = kNotInHeap;
-    uint32_t stamp = 0;
+    uint32_t stamp = 0;    // == stamp_: in the region being solved
+    uint32_t checked = 0;  // == check_: certificate already looked at in this round
     bool active = false;
     bool fixed = false;
   };
-  void collect_component(Time now);
-  void solve_component(Time now);
+  void add_to_region(FlowId f);
+  bool solve_region();
+  bool grow_region();
+  void grow_to_components();
+  double current_rate(FlowId f) const;
+  bool certified(FlowId f);
+  void refresh_link(LinkId l);
   void set_rate(FlowId f, double rate, Time now);
   bool earlier(FlowId a, FlowId b) const;
   void heap_place(size_t i, FlowId id);
@@ -90,19 +105,23 @@ class FlowNetwork {
   std::vector<FlowId> free_flows_;
   std::vector<FlowId> new_flows_;
   std::vector<LinkId> dirty_links_;
-  std::vector<FlowId> comp_flows_;
-  std::vector<LinkId> comp_links_;
-  std::vector<FlowId> bfs_flows_;
-  std::vector<std::pair<double, LinkId>> link_heap_;  // solver scratch
-  std::vector<FlowId> capped_;
-  std::vector<LinkId> touched_links_;  // solver scratch                        // solver scratch: flows with
-                                       // a rate cap, by cap
-  std::vector<FlowId> heap_;           // completion order (see earlier())
+  // solver scratch
+  std::vector<FlowId> region_flows_;
+  std::vector<LinkId> region_links_;
+  std::vector<FlowId> grown_;
+  std::vector<std::pair<double, LinkId>> link_heap_;
+  std::vector<FlowId> capped_;  // region flows with a rate cap, by cap
+  std::vector<FlowId> todo_;
+  std::vector<LinkId> touched_links_;
+  std::vector<FlowId> heap_;  // completion order (see earlier())
   uint32_t stamp_ = 0;
+  uint32_t check_ = 0;
   size_t active_ = 0;
   uint64_t next_order_ = 0;
   uint64_t flows_started_ = 0;
   uint64_t solves_ = 0;
+  uint64_t growths_ = 0;
+  uint64_t fallbacks_ = 0;
 };
 
 }  // namespace ddlsim
