@@ -53,6 +53,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
   f.finish = Time::max();
   f.tag = tag;
   f.order = next_order_++;
+  f.bottleneck = kUncertified;
   f.active = true;
   ++active_;
   ++flows_started_;
@@ -166,10 +167,12 @@ void FlowNetwork::resolve(Time now) {
   region_links_.clear();
   for (FlowId f : new_flows_)
     if (flows_[f].active && flows_[f].stamp != stamp_) add_to_region(f);
+  // A link a flow left can give more only to the flows certified on it; the others keep their certificates.
   for (LinkId l : dirty_links_) {
     links_[l].dirty = false;
     for (FlowId f : links_[l].flows)
-      if (flows_[f].stamp != stamp_) add_to_region(f);
+      if (flows_[f].stamp != stamp_ && (flows_[f].bottleneck == l || flows_[f].bottleneck == kUncertified))
+        add_to_region(f);
   }
   new_flows_.clear();
   dirty_links_.clear();
@@ -180,6 +183,8 @@ void FlowNetwork::resolve(Time now) {
       ++fallbacks_;
       grow_to_components();
       solve_region();
+      ++check_;
+      for (FlowId f : region_flows_) flows_[f].bottleneck = certify(f);
       break;
     }
     if (!grow_region()) break;
@@ -215,41 +220,50 @@ void FlowNetwork::refresh_link(LinkId lid) {
   }
 }
 
-// Max-min certificate of one flow: it runs at its cap, or it is (one of) the largest on a saturated link.
-bool FlowNetwork::certified(FlowId f) {
+// Max-min certificate of one flow: it runs at its cap (kCapped), or it is (one of) the largest on a saturated
+// link (that link); kUncertified when neither holds.
+LinkId FlowNetwork::certify(FlowId f) {
   double r = current_rate(f);
-  if (r >= flows_[f].cap * (1 - kSlack)) return true;
+  if (r >= flows_[f].cap * (1 - kSlack)) return kCapped;
   for (LinkId lid : flows_[f].route) {
     refresh_link(lid);
     const Link& l = links_[lid];
-    if (l.load >= l.capacity * (1 - kSlack) && r >= l.top * (1 - kSlack)) return true;
+    if (l.load >= l.capacity * (1 - kSlack) && r >= l.top * (1 - kSlack)) return lid;
   }
-  return false;
+  return kUncertified;
 }
 
-// Adds to the region every flow on a region link whose certificate fails with the region's trial rates: a
-// held flow that lost its bottleneck (it may now rise), or, for a region flow without one, the held flows
-// above it on its links (they must come down). Flows on other links are unchanged and keep their
-// certificates. Returns whether the region grew.
+// Checks the certificates the region's trial rates may have broken and adds to the region every flow that
+// must move: a held flow whose bottleneck was a region link and that has none now (it may rise), and, for a
+// region flow without a bottleneck, the held flows above it on its links (they must come down). A held flow
+// certified on a link outside the region keeps its certificate: nothing on that link changed. Every flow
+// checked keeps the link it is certified on. Returns whether the region grew.
 bool FlowNetwork::grow_region() {
   ++check_;
   grown_.clear();
   bool stuck = false;  // a region flow failed with no held flow above it (rounding): take the components
+  for (FlowId f : region_flows_) {
+    Flow& fl = flows_[f];
+    fl.bottleneck = certify(f);
+    if (fl.bottleneck != kUncertified) continue;
+    size_t before = grown_.size();
+    for (LinkId on : fl.route) {
+      const Link& l = links_[on];  // refreshed by certify
+      if (l.load < l.capacity * (1 - kSlack)) continue;
+      for (FlowId g : l.flows)
+        if (flows_[g].stamp != stamp_ && flows_[g].rate > fl.trial * (1 + kSlack)) grown_.push_back(g);
+    }
+    stuck = stuck || grown_.size() == before;
+  }
   for (LinkId lid : region_links_)
-    for (FlowId f : links_[lid].flows) {
-      Flow& fl = flows_[f];
-      if (fl.checked == check_) continue;
-      fl.checked = check_;
-      if (certified(f)) continue;
-      if (fl.stamp != stamp_) {
-        grown_.push_back(f);
+    for (FlowId g : links_[lid].flows) {
+      Flow& gl = flows_[g];
+      if (gl.stamp == stamp_ || gl.checked == check_) continue;
+      if (gl.bottleneck != kCapped && gl.bottleneck != kUncertified && links_[gl.bottleneck].stamp != stamp_)
         continue;
-      }
-      size_t before = grown_.size();
-      for (LinkId on : fl.route)
-        for (FlowId g : links_[on].flows)
-          if (flows_[g].stamp != stamp_ && flows_[g].rate > fl.trial * (1 + kSlack)) grown_.push_back(g);
-      stuck = stuck || grown_.size() == before;
+      gl.checked = check_;
+      gl.bottleneck = certify(g);
+      if (gl.bottleneck == kUncertified) grown_.push_back(g);
     }
   size_t size = region_flows_.size();
   if (stuck) grow_to_components();
@@ -300,7 +314,12 @@ bool FlowNetwork::solve_region() {
     for (LinkId lid : fl.route) alone = alone && links_[lid].flows.size() == 1;
     if (alone) {
       double r = fl.cap;
-      for (LinkId lid : fl.route) r = std::min(r, links_[lid].capacity);
+      fl.bottleneck = kCapped;
+      for (LinkId lid : fl.route)
+        if (links_[lid].capacity < r) {
+          r = links_[lid].capacity;
+          fl.bottleneck = lid;
+        }
       fl.trial = r;
       fl.fixed = true;
       for (LinkId lid : fl.route) links_[lid].unfixed = 0;

@@ -55,6 +55,8 @@ class FlowNetwork {
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
+  static constexpr LinkId kCapped = UINT32_MAX - 1;
+  static constexpr LinkId kUncertified = UINT32_MAX;
   struct Link {
     double capacity = 0;
     Time latency;
@@ -82,8 +84,9 @@ class FlowNetwork {
     uint64_t tag = 0;
     uint64_t order = 0;  // creation order: ties in completion time break by it
     uint32_t heap_pos = kNotInHeap;
-    uint32_t stamp = 0;    // == stamp_: in the region being solved
-    uint32_t checked = 0;  // == check_: certificate already looked at in this round
+    uint32_t stamp = 0;                // == stamp_: in the region being solved
+    uint32_t checked = 0;              // == check_: certificate already looked at in this round
+    LinkId bottleneck = kUncertified;  // the link its max-min certificate holds on, or kCapped
     bool active = false;
     bool fixed = false;
   };
@@ -92,7 +95,7 @@ class FlowNetwork {
   bool grow_region();
   void grow_to_components();
   double current_rate(FlowId f) const;
-  bool certified(FlowId f);
+  LinkId certify(FlowId f);
   void refresh_link(LinkId l);
   void set_rate(FlowId f, double rate, Time now);
   bool earlier(FlowId a, FlowId b) const;
