@@ -1,7 +1,9 @@
 #include "sim/train/collective.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <stdexcept>
 
 namespace ddlsim {
@@ -14,6 +16,8 @@ const char* algorithm_name(Algorithm a) {
       return "rhd";
     case Algorithm::Tree:
       return "tree";
+    case Algorithm::DoubleTree:
+      return "double-tree";
     case Algorithm::Direct:
       return "direct";
     case Algorithm::Hierarchical:
@@ -161,6 +165,102 @@ class TreePlan : public CollectivePlan {
   uint32_t tree_height_ = 0;
 };
 
+// NCCL's double binary tree (Sanders, Speck, Träff 2009; NCCL 2.4+). Tree 1 over positions 0..p-1 is
+// in-order: position 0 is the root and has one child, the largest power of two below p; a position with
+// lowest set bit b has its parent at +b when the bit above b is clear (at -b when that is out of range) and
+// at -b when it is set, so the edges at level k span 2^k positions and most of them join neighbours. Tree 2
+// is tree 1 mirrored (rank p-1-q at position q) for even p, shifted by one for odd p: every rank that is a
+// leaf in one tree is inner in the other, so each rank sends about 2n in all, as in a ring. Each tree carries
+// half the buffer in C chunks, pipelined: a rank at height h sends chunk k to its parent in round k + h
+// (after its children's chunk k arrived and was summed), the root turns chunk k around, and a rank at depth d
+// sends chunk k to its children in round k + H + d (H the root's height). Both trees run in the same rounds.
+class DoubleTreePlan : public CollectivePlan {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  DoubleTreePlan(uint32_t p, double n)
+      : CollectivePlan(p, 0, n), parent_(p, kNone), height_(p, 0), depth_(p, 0) {
+    if (p < 2) return;
+    for (uint32_t q = 1; q < p; ++q) {
+      uint32_t b = q & (~q + 1);
+      uint32_t up = (q & (b << 1)) ? q - b : q + b;
+      parent_[q] = up < p ? up : q - b;
+    }
+    // Parents are at a larger lowest set bit, except 0: heights from the leaves up in order of that bit.
+    std::vector<uint32_t> order(p - 1);
+    for (uint32_t q = 1; q < p; ++q) order[q - 1] = q;
+    std::stable_sort(order.begin(), order.end(),
+                     [](uint32_t a, uint32_t b) { return (a & (~a + 1)) < (b & (~b + 1)); });
+    for (uint32_t q : order) height_[parent_[q]] = std::max(height_[parent_[q]], height_[q] + 1);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) depth_[*it] = depth_[parent_[*it]] + 1;
+    uint32_t max_depth = *std::max_element(depth_.begin(), depth_.end());
+    // Chunk size as NCCL tunes it for trees: from 512 KiB, halve while there are fewer than 8·depth chunks
+    // (down to 128 KiB), fewer than 4·depth (down to 64 KiB), fewer than depth (down to 32 KiB).
+    double half = n / 2, c = 512.0 * 1024;
+    for (auto [per_level, floor] : {std::pair{8.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
+      while (half / c < per_level * max_depth && c > floor) c /= 2;
+    chunks_ = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(half / c)));
+    chunk_ = half / chunks_;
+    // The last chunk leaves the deepest inner rank in round C-1 + H + (D-1).
+    rounds_ = chunks_ + height_[0] + max_depth - 1;
+  }
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    for (int t = 0; t < 2; ++t) {
+      uint32_t q = position(t, r);
+      if (q != 0 && in_pipe(s, height_[q])) out.push_back({rank(t, parent_[q]), chunk_});
+      if (in_pipe(s, height_[0] + depth_[q]))
+        for_children(q, [&](uint32_t c) { out.push_back({rank(t, c), chunk_}); });
+    }
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    uint32_t n = 0;
+    for (int t = 0; t < 2; ++t) {
+      uint32_t q = position(t, r);
+      n += children_in_pipe(q, s);
+      if (q != 0 && in_pipe(s, height_[0] + depth_[q] - 1)) ++n;
+    }
+    return n;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
+    double b = 0;
+    for (int t = 0; t < 2; ++t) b += children_in_pipe(position(t, r), s) * chunk_;
+    return b;
+  }
+  double reduce_operand(uint32_t, uint32_t) const override { return chunk_; }
+
+ private:
+  bool in_pipe(uint32_t s, uint32_t first) const { return s >= first && s - first < chunks_; }
+  template <class F>
+  void for_children(uint32_t q, F&& f) const {
+    // Children of q: q - b/2 and q + b/2 for its lowest set bit b (the root's: the largest power of two
+    // below p), each only if its parent is q (a right child out of range hangs lower).
+    uint32_t p = members_;
+    if (q == 0) {
+      f(std::bit_floor(p - 1));
+      return;
+    }
+    for (uint32_t b = (q & (~q + 1)) >> 1; b > 0; b >>= 1) {
+      for (uint32_t c : {q - b, q + b})
+        if (c < p && parent_[c] == q) f(c);
+    }
+  }
+  uint32_t children_in_pipe(uint32_t q, uint32_t s) const {
+    uint32_t n = 0;
+    for_children(q, [&](uint32_t c) { n += in_pipe(s, height_[c]) ? 1 : 0; });
+    return n;
+  }
+  uint32_t position(int t, uint32_t r) const {
+    if (t == 0) return r;
+    return members_ % 2 == 0 ? members_ - 1 - r : (r + 1) % members_;
+  }
+  uint32_t rank(int t, uint32_t q) const {
+    if (t == 0) return q;
+    return members_ % 2 == 0 ? members_ - 1 - q : (q + members_ - 1) % members_;
+  }
+  std::vector<uint32_t> parent_, height_, depth_;
+  uint32_t chunks_ = 0;
+  double chunk_ = 0;
+};
+
 class DirectPlan : public CollectivePlan {
  public:
   DirectPlan(uint32_t p, double n) : CollectivePlan(p, 1, n) {}
@@ -244,6 +344,22 @@ class ParameterServerPlan : public CollectivePlan {
 
 }  // namespace
 
+bool allreduce_algorithm(const std::string& name, Algorithm& out) {
+  static const std::pair<const char*, Algorithm> kNames[] = {{"ring", Algorithm::Ring},
+                                                             {"rhd", Algorithm::HalvingDoubling},
+                                                             {"halving-doubling", Algorithm::HalvingDoubling},
+                                                             {"tree", Algorithm::Tree},
+                                                             {"double-tree", Algorithm::DoubleTree},
+                                                             {"direct", Algorithm::Direct},
+                                                             {"hierarchical", Algorithm::Hierarchical}};
+  for (const auto& [n, a] : kNames)
+    if (name == n) {
+      out = a;
+      return true;
+    }
+  return false;
+}
+
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
@@ -260,6 +376,8 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
       return std::make_unique<TreePlan>(p, c.bytes, true, true);
     case Algorithm::Broadcast:
       return std::make_unique<TreePlan>(p, c.bytes, false, true);
+    case Algorithm::DoubleTree:
+      return std::make_unique<DoubleTreePlan>(p, c.bytes);
     case Algorithm::Direct:
       return std::make_unique<DirectPlan>(p, c.bytes);
     case Algorithm::Hierarchical:
@@ -268,9 +386,9 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             fmt::format("hierarchical allreduce needs ranks ({}) to be a multiple of ranks per node ({})", p,
                         c.ranks_per_node));
       if (c.inter_node != Algorithm::Ring && c.inter_node != Algorithm::HalvingDoubling &&
-          c.inter_node != Algorithm::Tree)
+          c.inter_node != Algorithm::Tree && c.inter_node != Algorithm::DoubleTree)
         throw std::invalid_argument(
-            fmt::format("hierarchical allreduce runs ring, rhd or tree between nodes, not {}",
+            fmt::format("hierarchical allreduce runs ring, rhd, tree or double-tree between nodes, not {}",
                         algorithm_name(c.inter_node)));
       return std::make_unique<HierarchicalPlan>(
           p, c.ranks_per_node, c.bytes,

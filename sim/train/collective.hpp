@@ -14,6 +14,7 @@ enum class Algorithm : uint8_t {
   Ring,             // ring allreduce: reduce-scatter + all-gather, n/p per step
   HalvingDoubling,  // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
   Tree,             // binary tree reduce to rank 0, then broadcast
+  DoubleTree,       // NCCL's double binary tree: two pipelined in-order trees, half the buffer each
   Direct,           // every rank sends its whole buffer to every other rank: p(p-1) messages
   Hierarchical,     // intra-node ring reduce-scatter, an allreduce between nodes (one per local rank: ring,
                     // rhd or tree), intra-node all-gather
@@ -63,11 +64,16 @@ struct CollectiveShape {
   uint32_t ranks_per_node = 1;  // for Hierarchical
   uint32_t servers = 0;         // for ParameterServer: members ranks..ranks+servers-1 are the servers
   double bytes = 0;             // per-rank buffer n
-  Algorithm inter_node = Algorithm::Ring;  // for Hierarchical: the allreduce between nodes (ring, rhd, tree)
+  Algorithm inter_node = Algorithm::Ring;  // for Hierarchical: the allreduce between nodes
 };
 
+// The allreduce algorithm a strategy names (ring, rhd or halving-doubling, tree, double-tree, direct,
+// hierarchical); false for any other name.
+bool allreduce_algorithm(const std::string& name, Algorithm& out);
+
 // Throws std::invalid_argument when the shape does not fit the algorithm (e.g. hierarchical with ranks not a
-// multiple of ranks_per_node or an inter-node algorithm other than ring, rhd or tree; ps without servers).
+// multiple of ranks_per_node or an inter-node algorithm other than ring, rhd, tree or double-tree; ps without
+// servers).
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& shape);
 
 }  // namespace ddlsim

@@ -15,11 +15,8 @@ double bus_factor(const std::string& collective, int64_t p) {
 Algorithm collective_algorithm(const std::string& collective, const StrategySpec& s) {
   const std::string& n = s.name;
   if (collective == "allreduce") {
-    if (n == "ring") return Algorithm::Ring;
-    if (n == "rhd" || n == "halving-doubling") return Algorithm::HalvingDoubling;
-    if (n == "tree") return Algorithm::Tree;
-    if (n == "direct") return Algorithm::Direct;
-    if (n == "hierarchical") return Algorithm::Hierarchical;
+    Algorithm a;
+    if (allreduce_algorithm(n, a)) return a;
     if (n == "ps") return Algorithm::ParameterServer;
   } else if (collective == "reduce-scatter" && n == "ring") {
     return Algorithm::ReduceScatter;
@@ -30,17 +27,17 @@ Algorithm collective_algorithm(const std::string& collective, const StrategySpec
   }
   YamlNode where = s.node.is_scalar() ? s.node : s.node["name"];
   where.fail(
-      fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, direct, hierarchical, ps; "
+      fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, double-tree, direct, "
+                  "hierarchical, ps; "
                   "reduce-scatter/all-gather: ring; broadcast: tree)",
                   n, collective));
 }
 
 Algorithm parse_inter_node(const YamlNode& v) {
-  std::string s = v.as_string();
-  if (s == "ring") return Algorithm::Ring;
-  if (s == "rhd") return Algorithm::HalvingDoubling;
-  if (s == "tree") return Algorithm::Tree;
-  v.fail("inter_node must be ring, rhd or tree");
+  Algorithm a;
+  if (allreduce_algorithm(v.as_string(), a) && a != Algorithm::Direct && a != Algorithm::Hierarchical)
+    return a;
+  v.fail("inter_node must be ring, rhd, tree or double-tree");
 }
 
 CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,

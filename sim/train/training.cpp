@@ -242,35 +242,21 @@ Strategy parse_strategy(const StrategySpec& s) {
   } else if (name == "ps") {
     keys({"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link"});
     st.kind = "ps";
-  } else if (name == "ring" || name == "rhd" || name == "tree" || name == "direct" ||
-             name == "hierarchical") {
+  } else if (allreduce_algorithm(name, st.algorithm)) {
     keys({"bucket_size", "overlap", "inter_node"});
-    st.algorithm = name == "ring"     ? Algorithm::Ring
-                   : name == "rhd"    ? Algorithm::HalvingDoubling
-                   : name == "tree"   ? Algorithm::Tree
-                   : name == "direct" ? Algorithm::Direct
-                                      : Algorithm::Hierarchical;
     st.overlap = false;
   } else {
     (n.is_scalar() ? n : n["name"])
         .fail(fmt::format("unknown training strategy \"{}\" (ddp, horovod, zero, ps, ring, rhd, tree, "
-                          "direct, hierarchical)",
+                          "double-tree, direct, hierarchical)",
                           name));
   }
   if (auto a = opt("algorithm")) {
     std::string v = a->as_string();
     if (st.algorithm == Algorithm::Hierarchical && v != "hierarchical")
       a->fail("hierarchical: true already asks for the hierarchical algorithm");
-    if (v == "ring")
-      st.algorithm = Algorithm::Ring;
-    else if (v == "tree")
-      st.algorithm = Algorithm::Tree;
-    else if (v == "rhd")
-      st.algorithm = Algorithm::HalvingDoubling;
-    else if (v == "hierarchical")
-      st.algorithm = Algorithm::Hierarchical;
-    else
-      a->fail("algorithm must be ring, tree, rhd or hierarchical");
+    if (!allreduce_algorithm(v, st.algorithm))
+      a->fail("algorithm must be ring, rhd, tree, double-tree, direct or hierarchical");
   }
   if (auto i = opt("inter_node")) {
     st.inter_node = parse_inter_node(*i);

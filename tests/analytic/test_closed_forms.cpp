@@ -222,6 +222,23 @@ TEST(ClosedForm, BinaryTreeAllreduce) {
   expect_rel(run(2, "tree").time_s, 2 * (kN / kB + 2 * kL));
 }
 
+TEST(ClosedForm, DoubleTreeOnTwoRanks) {
+  // p = 2: tree 1 has rank 0 as root and rank 1 as its child, tree 2 the mirror. Each carries n/2 in C chunks
+  // of c = n/(2C), with c = 512 KiB (C ≥ 8·depth = 8 already holds, so no halving): C = ceil(n/2 / 512 KiB).
+  // Round 0: each rank sends chunk 0 up its child tree (c/B); rounds 1..C-1: chunk s up one tree and chunk
+  // s-1 down the other, both on the rank's uplink (2c/B); round C: the last chunk down (c/B). Every round
+  // pays 2l, and the root of each tree sums one chunk in rounds 0..C-1 (C·c = n/2 at rate R):
+  //   T = (C+1)·2l + 2C·c/B [= n/B] + n/(2R)
+  // Each of the C+1 rounds rounds its transfer and its sum to the picosecond: to 2(C+1) ps.
+  const double c_chunks = std::ceil(kN / 2 / (512 * 1024.0));
+  const double gamma = 1 / 50e9, tol = 2 * (c_chunks + 1) * 1e-12;
+  for (bool fast : {true, false}) {
+    EXPECT_NEAR(run(2, "double-tree", "", "allreduce", fast).time_s, (c_chunks + 1) * 2 * kL + kN / kB, tol);
+    EXPECT_NEAR(run(2, "double-tree", "{reduce_bandwidth_gpu: 50GB/s}", "allreduce", fast).time_s,
+                (c_chunks + 1) * 2 * kL + kN / kB + kN / 2 * gamma, tol);
+  }
+}
+
 TEST(ClosedForm, BusBandwidth) {
   // nccl-tests: algbw = n / T, busbw = algbw·2(p−1)/p for allreduce.
   int p = 16;

@@ -176,6 +176,9 @@ std::vector<Case> all_algorithms(const std::string& fabric, const char* cluster,
        Path::Either, comm},
       {tag + " hierarchical tree", cluster, gpn, nodes, "allreduce", "{name: hierarchical, inter_node: tree}",
        Path::Either, comm},
+      {tag + " double-tree", cluster, gpn, nodes, "allreduce", "double-tree", Path::Either, comm},
+      {tag + " hierarchical double-tree", cluster, gpn, nodes, "allreduce",
+       "{name: hierarchical, inter_node: double-tree}", Path::Either, comm},
       {tag + " reduce-scatter", cluster, gpn, nodes, "reduce-scatter", "ring", Path::Either, comm},
       {tag + " all-gather", cluster, gpn, nodes, "all-gather", "ring", Path::Either, comm},
       {tag + " broadcast", cluster, gpn, nodes, "broadcast", "tree", Path::Either, comm},
@@ -364,6 +367,44 @@ TEST(EngineFastPath, MessageCountsMatchThePlans) {
   for (uint32_t p : {1u, 2u, 6u, 8u}) {
     EXPECT_EQ(make_plan({Algorithm::Ring, p, 1, 0, 1e6})->message_count(), 2ull * (p - 1) * p);
     EXPECT_EQ(make_plan({Algorithm::Direct, p, 1, 0, 1e6})->message_count(), 1ull * p * (p - 1));
+  }
+}
+
+TEST(CollectivePlans, DoubleTreeShape) {
+  // NCCL's double binary tree on p ranks, n bytes: each tree carries n/2 over its p-1 edges, up and down, so
+  // the plan moves 2·2(p-1)·n/2 = 2(p-1)·n bytes in all, no rank sends more than 2n (parent + two children in
+  // the tree where it is inner, its parent in the other) and every rank is inner in one of the two trees.
+  // Every round, what each rank receives is what was sent to it.
+  const double n = 100e6;
+  for (uint32_t p : {2u, 3u, 4u, 5u, 7u, 8u, 13u, 16u, 31u, 64u, 100u, 256u}) {
+    SCOPED_TRACE(p);
+    auto plan = make_plan({Algorithm::DoubleTree, p, 1, 0, n});
+    std::vector<double> sent(p, 0);
+    std::vector<uint32_t> to(p), inner_rounds(p, 0);
+    std::vector<Send> out;
+    double total = 0;
+    for (uint32_t s = 0; s < plan->rounds(); ++s) {
+      std::fill(to.begin(), to.end(), 0u);
+      for (uint32_t r = 0; r < p; ++r) {
+        out.clear();
+        plan->sends(r, s, out);
+        for (const Send& m : out) {
+          ASSERT_LT(m.peer, p);
+          ASSERT_NE(m.peer, r);
+          ++to[m.peer];
+          sent[r] += m.bytes;
+          total += m.bytes;
+        }
+        if (out.size() >= 2) ++inner_rounds[r];  // sends to a child (and its parent) in one round
+      }
+      for (uint32_t r = 0; r < p; ++r)
+        ASSERT_EQ(plan->receives(r, s), to[r]) << "rank " << r << " round " << s;
+    }
+    EXPECT_NEAR(total, 2.0 * (p - 1) * n, 2.0 * (p - 1) * n * 1e-12);
+    for (uint32_t r = 0; r < p; ++r) {
+      EXPECT_LE(sent[r], 2 * n * (1 + 1e-12)) << "rank " << r;
+      EXPECT_GT(inner_rounds[r], 0u) << "rank " << r << " is a leaf in both trees";
+    }
   }
 }
 
