@@ -287,8 +287,8 @@ bool FlowNetwork::solve_region() {
   ++solves_;
   // Heap-driven rounds: a round takes every link whose fair share (residual / unfixed flows) is within a
   // relative 1e-12 of the smallest, and every flow capped at or below it; their unfixed flows are fixed at
-  // that share. Shares of the other links only grow when flows are fixed below them, so the heap holds them
-  // lazily.
+  // that share. Shares of the other links only grow when flows are fixed below them, so each link keeps one
+  // heap entry, keyed at or below its share, and is re-keyed only when it reaches the top.
   using Key = std::pair<double, LinkId>;
   link_heap_.clear();
   for (LinkId lid : region_links_) {
@@ -302,9 +302,8 @@ bool FlowNetwork::solve_region() {
         l.residual -= flows_[f].rate;
     l.residual = std::max(0.0, l.residual);
     l.share = l.residual / l.unfixed;
-    link_heap_.push_back({l.share, lid});
+    l.demand = 0;
   }
-  std::make_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
   capped_.clear();
   size_t left = 0;
   for (FlowId f : region_flows_) {
@@ -327,7 +326,18 @@ bool FlowNetwork::solve_region() {
     }
     ++left;
     if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(f);
+    double most = fl.cap;  // no rate can exceed the smallest residual on the route
+    for (LinkId lid : fl.route) most = std::min(most, links_[lid].residual);
+    for (LinkId lid : fl.route) links_[lid].demand += most;
   }
+  // A link whose flows together cannot fill it never fixes one: only the others go on the heap (typically the
+  // NICs; most fabric and PCIe links drop out).
+  for (LinkId lid : region_links_) {
+    Link& l = links_[lid];
+    l.may_saturate = l.unfixed > 0 && l.demand >= l.residual * (1 - 1e-9);
+    if (l.may_saturate) link_heap_.push_back({l.share, lid});
+  }
+  std::make_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
   // Usually every cap is the same (one NIC type): sort only when they differ.
   auto by_cap = [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; };
   if (!std::is_sorted(capped_.begin(), capped_.end(), by_cap))
@@ -340,8 +350,12 @@ bool FlowNetwork::solve_region() {
       const Key& k = link_heap_.front();
       const Link& l = links_[k.second];
       if (l.unfixed > 0 && l.share == k.first) return true;
+      LinkId lid = k.second;
       std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
       link_heap_.pop_back();
+      if (links_[lid].unfixed == 0) continue;
+      link_heap_.push_back({links_[lid].share, lid});  // its share grew since: re-key it
+      std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
     }
     return false;
   };
@@ -382,12 +396,7 @@ bool FlowNetwork::solve_region() {
       l.unfixed -= l.fixing;
       l.fixing = 0;
       if (l.unfixed == 0) continue;
-      double sh = l.residual / l.unfixed;
-      if (sh != l.share) {
-        l.share = sh;
-        link_heap_.push_back({sh, lid});
-        std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
-      }
+      l.share = l.residual / l.unfixed;  // not below the old share: its heap key is re-keyed when it surfaces
     }
     left -= todo_.size();
   }

@@ -67,10 +67,12 @@ class FlowNetwork {
     double residual = 0;  // capacity left to the region's flows
     double share = 0;     // residual / unfixed when last pushed on the solver's heap
     uint32_t unfixed = 0;
-    uint32_t fixing = 0;   // flows fixed on this link in the current round
-    uint32_t checked = 0;  // check_ when load and top below are current
-    double load = 0;       // sum of the flows' rates (trial rates for region flows)
-    double top = 0;        // the largest of those rates
+    uint32_t fixing = 0;        // flows fixed on this link in the current round
+    double demand = 0;          // sum over the region's flows of an upper bound on their rates
+    bool may_saturate = false;  // demand reaches the residual: the link may fix flows
+    uint32_t checked = 0;       // check_ when load and top below are current
+    double load = 0;            // sum of the flows' rates (trial rates for region flows)
+    double top = 0;             // the largest of those rates
   };
   struct Flow {
     std::vector<LinkId> route;
