@@ -4,7 +4,10 @@
 //                                     wherever links are shared
 //   juwels-1024-hierarchical-rhd      the same with halving-doubling between nodes: far partners share the
 //                                     dragonfly+ global links, so every message runs on the flow model (the
-//                                     engine's slow case: max-min re-solved per connected component)
+//                                     engine's slow case: max-min re-solved incrementally)
+//   juwels-1024-hierarchical-double-tree  NCCL's double binary tree between nodes: pipelined 64 KiB chunks,
+//   up
+//                                     to four flows per NIC, all on the flow model
 //   fattree-16384-{hierarchical,ring} 4096 nodes of the same node type on a 3-level non-blocking HDR
 //   fat-tree,
 //                                     synthetic data (no file-system bound)
@@ -61,6 +64,8 @@ int main(int argc, char** argv) {
   std::string juwels_name = "juwels-" + std::to_string(small * 4) + "-";
   for (const char* a : {"hierarchical", "ring"}) run_case(juwels_name + a, juwels, small, a, {});
   run_case(juwels_name + "hierarchical-rhd", juwels, small, "hierarchical, inter_node: rhd", {});
+  run_case(juwels_name + "hierarchical-double-tree", juwels, small, "hierarchical, inter_node: double-tree",
+           {});
   // The same nodes on a non-blocking 3-level fat-tree (20-port leaves x 20 leaves per pod), large enough for
   // 4096.
   std::vector<std::string> fat_tree = {
