@@ -285,12 +285,6 @@ void FlowNetwork::grow_to_components() {
 // a link.
 bool FlowNetwork::solve_region() {
   ++solves_;
-  // Heap-driven rounds: a round takes every link whose fair share (residual / unfixed flows) is within a
-  // relative 1e-12 of the smallest, and every flow capped at or below it; their unfixed flows are fixed at
-  // that share. Shares of the other links only grow when flows are fixed below them, so each link keeps one
-  // heap entry, keyed at or below its share, and is re-keyed only when it reaches the top.
-  using Key = std::pair<double, LinkId>;
-  link_heap_.clear();
   for (LinkId lid : region_links_) {
     Link& l = links_[lid];
     l.residual = l.capacity;
@@ -330,14 +324,13 @@ bool FlowNetwork::solve_region() {
     for (LinkId lid : fl.route) most = std::min(most, links_[lid].residual);
     for (LinkId lid : fl.route) links_[lid].demand += most;
   }
-  // A link whose flows together cannot fill it never fixes one: only the others go on the heap (typically the
+  // A link whose flows together cannot fill it never fixes one: only the others are candidates (typically the
   // NICs; most fabric and PCIe links drop out).
+  candidates_.clear();
   for (LinkId lid : region_links_) {
     Link& l = links_[lid];
-    l.may_saturate = l.unfixed > 0 && l.demand >= l.residual * (1 - 1e-9);
-    if (l.may_saturate) link_heap_.push_back({l.share, lid});
+    if (l.unfixed > 0 && l.demand >= l.residual * (1 - 1e-9)) candidates_.push_back(lid);
   }
-  std::make_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
   // Usually every cap is the same (one NIC type): sort only when they differ.
   auto by_cap = [&](FlowId a, FlowId b) { return flows_[a].cap < flows_[b].cap; };
   if (!std::is_sorted(capped_.begin(), capped_.end(), by_cap))
@@ -345,24 +338,19 @@ bool FlowNetwork::solve_region() {
   bool shared = left > 0;
   size_t next_capped = 0;
   constexpr double kTie = 1e-12;
-  auto valid_top = [&] {
-    while (!link_heap_.empty()) {
-      const Key& k = link_heap_.front();
-      const Link& l = links_[k.second];
-      if (l.unfixed > 0 && l.share == k.first) return true;
-      LinkId lid = k.second;
-      std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
-      link_heap_.pop_back();
-      if (links_[lid].unfixed == 0) continue;
-      link_heap_.push_back({links_[lid].share, lid});  // its share grew since: re-key it
-      std::push_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
-    }
-    return false;
-  };
+  // Rounds: each takes every candidate link whose fair share (residual / unfixed flows) is within a relative
+  // 1e-12 of the smallest, and every flow capped at or below it, and fixes their unfixed flows at that share.
+  // A scan of the candidates per round (a region has few, and few distinct share levels).
   while (left > 0) {
     while (next_capped < capped_.size() && flows_[capped_[next_capped]].fixed) ++next_capped;
     double share = std::numeric_limits<double>::infinity();
-    if (valid_top()) share = link_heap_.front().first;
+    size_t kept = 0;
+    for (LinkId lid : candidates_)
+      if (links_[lid].unfixed > 0) {
+        candidates_[kept++] = lid;
+        share = std::min(share, links_[lid].share);
+      }
+    candidates_.resize(kept);
     if (next_capped < capped_.size()) share = std::min(share, flows_[capped_[next_capped]].cap);
     double limit = share * (1 + kTie);
     todo_.clear();
@@ -371,10 +359,8 @@ bool FlowNetwork::solve_region() {
         flows_[capped_[i]].fixed = true;
         todo_.push_back(capped_[i]);
       }
-    while (valid_top() && link_heap_.front().first <= limit) {
-      LinkId lid = link_heap_.front().second;
-      std::pop_heap(link_heap_.begin(), link_heap_.end(), std::greater<Key>());
-      link_heap_.pop_back();
+    for (LinkId lid : candidates_) {
+      if (links_[lid].share > limit) continue;
       for (FlowId f : links_[lid].flows)
         if (flows_[f].stamp == stamp_ && !flows_[f].fixed) {
           flows_[f].fixed = true;
@@ -396,7 +382,7 @@ bool FlowNetwork::solve_region() {
       l.unfixed -= l.fixing;
       l.fixing = 0;
       if (l.unfixed == 0) continue;
-      l.share = l.residual / l.unfixed;  // not below the old share: its heap key is re-keyed when it surfaces
+      l.share = l.residual / l.unfixed;
     }
     left -= todo_.size();
   }

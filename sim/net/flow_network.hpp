@@ -65,14 +65,13 @@ class FlowNetwork {
     bool dirty = false;
     // solver scratch
     double residual = 0;  // capacity left to the region's flows
-    double share = 0;     // residual / unfixed when last pushed on the solver's heap
+    double share = 0;     // residual / unfixed
     uint32_t unfixed = 0;
-    uint32_t fixing = 0;        // flows fixed on this link in the current round
-    double demand = 0;          // sum over the region's flows of an upper bound on their rates
-    bool may_saturate = false;  // demand reaches the residual: the link may fix flows
-    uint32_t checked = 0;       // check_ when load and top below are current
-    double load = 0;            // sum of the flows' rates (trial rates for region flows)
-    double top = 0;             // the largest of those rates
+    uint32_t fixing = 0;   // flows fixed on this link in the current round
+    double demand = 0;     // sum over the region's flows of an upper bound on their rates
+    uint32_t checked = 0;  // check_ when load and top below are current
+    double load = 0;       // sum of the flows' rates (trial rates for region flows)
+    double top = 0;        // the largest of those rates
   };
   struct Flow {
     std::vector<LinkId> route;
@@ -114,8 +113,8 @@ class FlowNetwork {
   std::vector<FlowId> region_flows_;
   std::vector<LinkId> region_links_;
   std::vector<FlowId> grown_;
-  std::vector<std::pair<double, LinkId>> link_heap_;
-  std::vector<FlowId> capped_;  // region flows with a rate cap, by cap
+  std::vector<LinkId> candidates_;  // links that may fix flows
+  std::vector<FlowId> capped_;      // region flows with a rate cap, by cap
   std::vector<FlowId> todo_;
   std::vector<LinkId> touched_links_;
   std::vector<FlowId> heap_;  // completion order (see earlier())
