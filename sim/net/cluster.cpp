@@ -214,7 +214,13 @@ std::vector<int64_t> ClusterSpec::node_counts() const {
 }
 
 int ClusterSpec::gpus_per_node() const {
-  if (auto node = get("node")) return static_cast<int>((*node)["gpus"].as_int());
+  if (auto node = get("node")) {
+    int gpus = static_cast<int>((*node)["gpus"].as_int());
+    if (auto g = get("gpus_per_node"); g && g->as_int() != gpus)
+      g->fail(fmt::format("the node interior has {} GPUs (node.gpus); drop gpus_per_node or make it {}", gpus,
+                          gpus));
+    return gpus;
+  }
   if (auto g = get("gpus_per_node")) return static_cast<int>(g->as_int());
   return 1;
 }

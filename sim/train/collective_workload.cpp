@@ -76,6 +76,8 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
             LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
       }
     }
+    if (auto l = st.node.is_scalar() ? std::nullopt : st.node.get("link"); l && !dedicated)
+      l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
     if (dedicated) hosts.count = servers;
   }
   Cluster cluster = build_cluster(sc.cluster, nodes, hosts);

@@ -11,7 +11,9 @@ Model parse_model(const YamlNode& m) {
   m.expect_keys({"name", "architecture", "layers", "input", "dataset", "description", "source"});
   Model model;
   model.name = m.get_string("name", "model");
-  if (auto arch = m.get("architecture")) {
+  std::optional<YamlNode> arch = m.get("architecture"), layers = m.get("layers");
+  if (arch && layers) layers->fail("give architecture or layers, not both");
+  if (arch) {
     try {
       model.layers = build_architecture(arch->as_string());
     } catch (const std::invalid_argument& e) {
@@ -19,7 +21,7 @@ Model parse_model(const YamlNode& m) {
       arch->fail(
           fmt::format("{}{}", e.what(), hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
     }
-  } else if (auto layers = m.get("layers")) {
+  } else if (layers) {
     for (const YamlNode& l : layers->elements()) {
       l.expect_keys({"name", "params", "forward_flops"});
       LayerSpec s{l.get_string("name", ""), l["params"].as_int(), l["forward_flops"].as_flops().value};

@@ -75,7 +75,10 @@ LoaderSpec parse_loader(const YamlNode& n) {
   if (auto v = n.get("threads")) l.threads = v->as_double();
   if (auto v = n.get("per_thread")) l.per_thread = v->as_double();
   if (auto v = n.get("filesystem")) l.fs_bandwidth = v->as_rate().value;
-  if (auto v = n.get("gpu_cost")) l.gpu_cost = v->as_time().seconds();
+  if (auto v = n.get("gpu_cost")) {
+    if (l.kind != "dali-gpu") v->fail("gpu_cost applies to the dali-gpu loader only");
+    l.gpu_cost = v->as_time().seconds();
+  }
   if (auto v = n.get("prefetch")) l.prefetch = static_cast<int>(v->as_int());
   if (auto v = n.get("cv")) {
     l.cv = v->as_fraction();
@@ -305,6 +308,9 @@ Strategy parse_strategy(const StrategySpec& s) {
   }
   if (st.kind == "ps" && st.mode == "ssp" && st.staleness < 0)
     opt("staleness")->fail("staleness must be >= 0");
+  if (auto s = opt("staleness"); s && st.mode != "ssp") s->fail("staleness applies to mode: ssp only");
+  if (auto l = opt("link"); l && !st.dedicated)
+    l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
   return st;
 }
 

@@ -203,3 +203,19 @@ TEST(CliErrors, StepsBelowOneNamesTheKey) {
   expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
                         "--set: workload.warmup_steps: warmup_steps must be at least 1");
 }
+
+TEST(CliErrors, KeysThatWouldBeIgnoredAreRejected) {
+  // A key that the chosen configuration does not use would silently do nothing: each is one line naming it.
+  expect_override_error("juwels-ps-vs-allreduce.yaml", "strategies=[{name: ps, staleness: 2}]",
+                        "--set: strategies[0].staleness: staleness applies to mode: ssp only");
+  for (const char* s : {"juwels-ps-vs-allreduce.yaml", "star-ps-vs-ring.yaml"})  // training, collective
+    expect_override_error(s, "strategies=[{name: ps, placement: colocated, link: {bandwidth: 10GB/s}}]",
+                          "strategies[0].link: link is the cable of a dedicated server");
+  expect_override_error("aach2023/resnet50-dali-cpu.yaml", "workload.loader.gpu_cost=1ms",
+                        "--set: workload.loader.gpu_cost: gpu_cost applies to the dali-gpu loader only");
+  expect_override_error("aach2023/resnet50-dali-cpu.yaml", "cluster.gpus_per_node=8",
+                        "--set: cluster.gpus_per_node: the node interior has 4 GPUs");
+  expect_override_error("horovod-mnist.yaml",
+                        "workload.model={architecture: resnet50, layers: [{params: 1, forward_flops: 1}]}",
+                        "workload.model.layers: give architecture or layers, not both");
+}
