@@ -110,11 +110,8 @@ TEST(CliErrors, OverrideWithBadValueNamesTheFlag) {
   EXPECT_EQ(o.status, 2);
   EXPECT_EQ(lines(o.out), 1u) << o.out;
   EXPECT_NE(o.out.find("cluster.network.link.bandwidth"), std::string::npos) << o.out;
-  // BUG: the value came from --set, yet the error points into the file at 1:1
-  // ("scenarios/star-ps-vs-ring.yaml:1:1: cluster.network.link.bandwidth: ..."): YamlNode::apply_override
-  // (sim/io/yaml.cpp) grafts a node parsed from the override string, whose yaml-cpp mark is 0:0, and
-  // YamlNode::location() renders it as {file, 1, 1}. sim/core/error.hpp says a command-line value has no
-  // file; the other override errors use the location "--set", which is what this one should name too.
+  // The value came from --set: the error names "--set", not a position in the file (a grafted node has no
+  // line of its own; it used to be rendered as file:1:1).
   EXPECT_EQ(o.out.find("star-ps-vs-ring.yaml:1:1"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--set"), std::string::npos) << o.out;
 }

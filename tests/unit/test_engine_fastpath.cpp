@@ -206,10 +206,9 @@ TEST(EngineFastPath, StarTwoGpusPerHostGroup) {
 }
 
 TEST(EngineFastPath, StarTwoGpusPerHostGroupParameterServer) {
-  // BUG: sim/net/cluster.cpp:178 numbers dedicated server s as node `nodes + s`, but without node interiors
-  // GPU i is node i (cluster.cpp:130), so with gpus_per_node 2 and 4 nodes server0 lands in "node 4" together
-  // with gpu4 and the router throws "no route inside node 4 from gpu4 to server0". Expected: the same as 8
-  // ranks with gpus_per_node 1, and fast == flow model.
+  // Without node interiors every GPU is its own node, so dedicated servers must be numbered after all GPUs,
+  // not after `nodes` (with gpus_per_node 2 and 4 nodes, server0 once landed in "node 4" with gpu4 and had no
+  // route). Expected: the same as 8 ranks with gpus_per_node 1, and fast == flow model.
   for (const Case& c : all_algorithms("star gpn2", kStar, 2, 4, false)) {
     if (c.strategy.find("ps") == std::string::npos) continue;
     EXPECT_NO_THROW(check(c)) << c.name;
