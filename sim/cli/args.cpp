@@ -85,4 +85,13 @@ std::vector<int64_t> parse_count_list(const std::string& list, const std::string
   return counts;
 }
 
+int jobs_option(const CommonArgs& a) {
+  std::string v = a.option("jobs");
+  if (v.empty()) return 0;
+  std::vector<int64_t> n = parse_count_list(v, "--jobs");
+  if (n.size() != 1 || n[0] > 4096)
+    throw InputError({"--jobs", 0, 0}, "", "--jobs takes one number, 1..4096");
+  return static_cast<int>(n[0]);
+}
+
 }  // namespace ddlsim::cli

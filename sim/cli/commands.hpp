@@ -27,6 +27,8 @@ CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<st
 
 // "4,8,16" -> {4, 8, 16}; InputError naming `flag` for anything but positive whole numbers.
 std::vector<int64_t> parse_count_list(const std::string& list, const std::string& flag);
+// --jobs N (1..4096), or 0 when not given.
+int jobs_option(const CommonArgs& a);
 
 int run_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);

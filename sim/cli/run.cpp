@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kRunHelp =
     R"(usage: ddlsim run SCENARIO.yaml [--set dotted.key=value ...] [--format table|csv|json]
-                  [--no-fast] [--stats] [--trace FILE.json]
+                  [--no-fast] [--stats] [--trace FILE.json] [--jobs N]
 
 Simulates every strategy listed in the scenario at every node count in cluster.nodes (a number or a list).
 A collective workload reports time, algbw and busbw (nccl-tests definitions); a training workload reports step
@@ -22,6 +22,8 @@ time, throughput, speed-up and efficiency relative to reference_gpus, time to tr
   --no-fast     run collectives message by message on the flow model (no max-plus fast path)
   --stats       add engine statistics (messages, flows, events) to the output
   --trace FILE  write a Perfetto/Chrome trace of the first strategy at the first node count
+  --jobs N      run up to N simulations at once (training workloads; default: the CPUs this process may use,
+                so a Slurm task or an mpirun rank keeps to the cores it was given)
 )";
 
 Record collective_record(const CollectiveResult& r, bool stats) {
@@ -60,6 +62,7 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
     TrainingOptions topts;
     topts.engine = opts;
     topts.trace_file = a.option("trace");
+    topts.jobs = jobs_option(a);
     report = run_training_report(sc, counts, topts, stats);
   }
   write_report(std::cout, a.format, report);
@@ -69,7 +72,7 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"trace"}, {"no-fast", "stats"});
+  CommonArgs a = parse_args(args, {"trace", "jobs"}, {"no-fast", "stats"});
   if (a.help) {
     std::fputs(kRunHelp, stdout);
     return 0;
@@ -103,10 +106,11 @@ std::pair<int64_t, int64_t> job_rank_and_size() {
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"nodes", "trace"}, {"no-fast", "stats", "split"});
+  CommonArgs a = parse_args(args, {"nodes", "trace", "jobs"}, {"no-fast", "stats", "split"});
   if (a.help) {
     std::fputs(
-        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--split] [--set k=v] [--format table|csv|json]\n"
+        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--split] [--jobs N] [--set k=v] [--format "
+        "table|csv|json]\n"
         "Runs the scenario at each node count (same output as run). In batch scripts: a Slurm array passes "
         "one\n"
         "count per task; with --split every process of an mpirun or srun job takes the counts i with\n"

@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kValidateHelp =
     R"(usage: ddlsim validate SCENARIO.yaml --measured FILE.csv [--max-error X] [--max-rel-error X]
-                       [--set dotted.key=value ...] [--format table|csv|json]
+                       [--set dotted.key=value ...] [--format table|csv|json] [--jobs N]
 
 Runs a training scenario at the GPU counts of the measured points that belong to it and prints, per point,
 measured vs simulated with the absolute and relative error, then a summary per quantity.
@@ -32,6 +32,7 @@ the simulation is outside), share_allreduce (collective kernel busy share, overl
 (and _min / _max), speedup; share_data and share_cudnn are shown but not held (see the notes).
   --max-error X      exit 1 when a held efficiency or share point misses by more than X (absolute)
   --max-rel-error X  exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)
+  --jobs N           run up to N simulations at once (default: the CPUs this process may use)
 )";
 
 enum class Bound { Equal, AtLeast, AtMost };
@@ -85,7 +86,7 @@ struct Row {
 }  // namespace
 
 int validate_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"measured", "max-error", "max-rel-error"}, {"no-fast"});
+  CommonArgs a = parse_args(args, {"measured", "max-error", "max-rel-error", "jobs"}, {"no-fast"});
   if (a.help) {
     std::fputs(kValidateHelp, stdout);
     return 0;
@@ -166,6 +167,7 @@ int validate_command(const std::vector<std::string>& args) {
             ws.model, ws.loader));
   TrainingOptions topts;
   topts.engine.fast_collectives = !a.has_flag("no-fast");
+  topts.jobs = jobs_option(a);
   std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
   std::vector<TrainingResult> results = run_training(sc, counts, topts);
 

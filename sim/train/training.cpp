@@ -1,10 +1,15 @@
 #include "sim/train/training.hpp"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "sim/io/trace.hpp"
 #include "sim/net/cluster.hpp"
@@ -613,8 +618,12 @@ struct RunOutput {
 };
 
 // `gpu_limit` > 0 trains on only the first gpu_limit GPUs (a reference smaller than one node).
+// One simulation. Everything that reads the scenario's YAML runs under `yaml` (yaml-cpp nodes are not safe
+// to read from two threads at once); the engine and the metrics run without it.
 TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySpec& spec, int64_t nodes,
-                        const TrainingOptions& opts, bool write_trace, int64_t gpu_limit = 0) {
+                        const TrainingOptions& opts, bool write_trace, std::mutex& yaml,
+                        int64_t gpu_limit = 0) {
+  std::unique_lock<std::mutex> setup(yaml);
   Strategy st = parse_strategy(spec);
   ServerHosts hosts;
   if (st.kind == "ps" && st.dedicated) hosts.count = st.servers, hosts.link = st.server_link;
@@ -626,6 +635,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
   Builder builder(wl, st, cluster, sc.seed);
   Built built = builder.build();
   built.graph.finalize();
+  setup.unlock();
   Engine engine(cluster.topo, cluster.comm, built.graph, opts.engine);
   engine.run();
   const auto& rec = engine.records();
@@ -724,6 +734,13 @@ WorkloadSummary summarize_workload(const Scenario& sc) {
   return {wl.model.name, wl.loader.kind};
 }
 
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<int64_t>& counts,
                                          const TrainingOptions& opts) {
   Workload wl = parse_workload(sc);
@@ -733,20 +750,58 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   if (ref_gpus > gpn && ref_gpus % gpn != 0)
     sc.root["reference_gpus"].fail(
         fmt::format("reference_gpus must be at most one node or a multiple of {} GPUs per node", gpn));
-  std::vector<TrainingResult> out;
-  bool trace = !opts.trace_file.empty();
+  // Every simulation is independent: list them (per strategy, each count and the reference: part of a node
+  // runs on that node's first GPUs), run them on `jobs` threads, then relate each to its reference.
+  struct Job {
+    const StrategySpec* spec;
+    int64_t nodes, gpu_limit;
+    bool trace;
+    TrainingResult result;
+    std::exception_ptr error;
+  };
+  std::vector<Job> jobs;
+  std::vector<size_t> first_job;
+  int64_t ref_nodes = std::max<int64_t>(1, ref_gpus / gpn);
   for (const StrategySpec& spec : sc.strategies) {
-    std::map<int64_t, TrainingResult> done;
-    for (int64_t n : counts) {
-      done[n] = simulate(sc, wl, spec, n, opts, trace);
-      trace = false;
+    first_job.push_back(jobs.size());
+    for (int64_t n : counts) jobs.push_back({&spec, n, 0, jobs.empty() && !opts.trace_file.empty(), {}, {}});
+    if (ref_gpus < gpn)
+      jobs.push_back({&spec, 1, ref_gpus, false, {}, {}});
+    else if (std::find(counts.begin(), counts.end(), ref_nodes) == counts.end())
+      jobs.push_back({&spec, ref_nodes, 0, false, {}, {}});
+  }
+  first_job.push_back(jobs.size());
+  // The largest first, so that the last to finish is a small one.
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return jobs[a].nodes > jobs[b].nodes; });
+  std::mutex yaml;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k; (k = next++) < jobs.size();) {
+      Job& j = jobs[order[k]];
+      try {
+        j.result = simulate(sc, wl, *j.spec, j.nodes, opts, j.trace, yaml, j.gpu_limit);
+      } catch (...) {
+        j.error = std::current_exception();
+      }
     }
-    // A reference of part of a node runs on that node's first GPUs.
+  };
+  size_t threads =
+      std::min<size_t>(jobs.size(), static_cast<size_t>(opts.jobs > 0 ? opts.jobs : usable_cpus()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const Job& j : jobs)
+    if (j.error) std::rethrow_exception(j.error);
+  std::vector<TrainingResult> out;
+  for (size_t s = 0; s < sc.strategies.size(); ++s) {
+    std::map<int64_t, TrainingResult> done;
     TrainingResult part;
-    if (ref_gpus < gpn) part = simulate(sc, wl, spec, 1, opts, false, ref_gpus);
-    int64_t ref_nodes = std::max<int64_t>(1, ref_gpus / gpn);
-    if (ref_gpus >= gpn && !done.count(ref_nodes))
-      done[ref_nodes] = simulate(sc, wl, spec, ref_nodes, opts, false);
+    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i)
+      (jobs[i].gpu_limit > 0 ? part : done[jobs[i].nodes]) = jobs[i].result;
     const TrainingResult& ref = ref_gpus < gpn ? part : done[ref_nodes];
     for (int64_t n : counts) {
       TrainingResult r = done[n];

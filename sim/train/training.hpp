@@ -14,7 +14,11 @@ namespace ddlsim {
 struct TrainingOptions {
   EngineOptions engine;
   std::string trace_file;  // Perfetto trace of the first run, when set
+  int jobs = 0;            // simulations run at once (threads); 0: one per CPU this process may use
 };
+
+// CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.
+int usable_cpus();
 
 struct TrainingResult {
   std::string strategy;       // the strategy's label

@@ -37,3 +37,22 @@ TEST(CliSweep, SplitTakesEverySizeThCountFromTheRank) {
   EXPECT_EQ(nodes_column("", ""), "2 4 8 16 32 ");  // outside a parallel job: everything
   EXPECT_EQ(nodes_column("6", "8"), "");            // more processes than counts: nothing, status 0
 }
+
+TEST(CliSweep, JobsRunSimulationsAtOnceWithTheSameResults) {
+  // --jobs N runs the independent simulations (each strategy at each count, and the reference) on N threads;
+  // every number is the same as one at a time, in the same row order. Here: allreduce and parameter servers
+  // (dedicated hosts) at four counts.
+  auto run = [](const std::string& jobs) {
+    return ddlsim_test::run_ddlsim(
+        "sweep '" + std::string(DDLSIM_SOURCE_DIR) +
+            "/scenarios/juwels-ps-vs-allreduce.yaml' --nodes 1,2,4,8 --format csv --jobs " + jobs,
+        ddlsim_test::Capture::Both);
+  };
+  auto one = run("1"), three = run("3");
+  EXPECT_EQ(one.status, 0) << one.out;
+  EXPECT_GT(one.out.size(), 100u);
+  EXPECT_EQ(three.out, one.out);
+  auto bad = run("0");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--jobs"), std::string::npos) << bad.out;
+}
