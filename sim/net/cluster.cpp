@@ -225,6 +225,19 @@ int ClusterSpec::gpus_per_node() const {
   return 1;
 }
 
+MessageCost inter_node_cost(const Cluster& c, double bytes) {
+  size_t other = static_cast<size_t>(c.gpus_per_node);
+  if (c.nodes < 2 || other >= c.gpus.size()) return {};
+  Router router(c.topo);
+  double rate = std::numeric_limits<double>::infinity();
+  for (LinkId l : router.route(c.gpus[0], c.gpus[other]))
+    rate = std::min(rate, c.topo.links()[l].spec.capacity.value);
+  const CommRange& r = c.comm.inter.lookup(bytes);
+  rate *= r.efficiency;
+  if (r.bandwidth > 0) rate = std::min(rate, r.bandwidth);
+  return {r.alpha.seconds(), rate};
+}
+
 Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts& servers) {
   Cluster c;
   c.name = spec.name();

@@ -52,6 +52,14 @@ struct ServerHosts {
 // Throws InputError naming the key for anything wrong, including a fabric that cannot connect every endpoint.
 Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts& servers = {});
 
+// What one inter-node message of `bytes` costs on this cluster: its overhead α (s) and the rate one flow
+// reaches (bytes/s): the route bottleneck from the first GPU of node 0 to that of node 1 times the
+// efficiency, under the per-flow bound. {0, 0} with fewer than two nodes.
+struct MessageCost {
+  double alpha = 0, rate = 0;
+};
+MessageCost inter_node_cost(const Cluster& c, double bytes);
+
 // Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel, on top of
 // `base` (a topology's comm under a scenario's).
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base = {});

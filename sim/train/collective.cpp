@@ -30,6 +30,8 @@ const char* algorithm_name(Algorithm a) {
       return "broadcast";
     case Algorithm::ParameterServer:
       return "ps";
+    case Algorithm::Auto:
+      return "auto";
   }
   return "?";
 }
@@ -344,6 +346,29 @@ class ParameterServerPlan : public CollectivePlan {
 
 }  // namespace
 
+double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
+  std::vector<double> out(plan.members()), in(plan.members());
+  std::vector<Send> sends;
+  double total = 0;
+  for (uint32_t s = 0; s < plan.rounds(); ++s) {
+    std::fill(out.begin(), out.end(), 0.0);
+    std::fill(in.begin(), in.end(), 0.0);
+    double round = 0;
+    for (uint32_t r = 0; r < plan.members(); ++r) {
+      sends.clear();
+      plan.sends(r, s, sends);
+      for (const Send& m : sends) {
+        out[r] += m.bytes;
+        in[m.peer] += m.bytes;
+      }
+    }
+    for (uint32_t r = 0; r < plan.members(); ++r)
+      round = std::max(round, alpha * (out[r] > 0) + std::max(out[r], in[r]) / rate);
+    total += round;
+  }
+  return total;
+}
+
 bool allreduce_algorithm(const std::string& name, Algorithm& out) {
   static const std::pair<const char*, Algorithm> kNames[] = {{"ring", Algorithm::Ring},
                                                              {"rhd", Algorithm::HalvingDoubling},
@@ -386,16 +411,32 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             fmt::format("hierarchical allreduce needs ranks ({}) to be a multiple of ranks per node ({})", p,
                         c.ranks_per_node));
       if (c.inter_node != Algorithm::Ring && c.inter_node != Algorithm::HalvingDoubling &&
-          c.inter_node != Algorithm::Tree && c.inter_node != Algorithm::DoubleTree)
-        throw std::invalid_argument(
-            fmt::format("hierarchical allreduce runs ring, rhd, tree or double-tree between nodes, not {}",
-                        algorithm_name(c.inter_node)));
-      return std::make_unique<HierarchicalPlan>(
-          p, c.ranks_per_node, c.bytes,
-          make_plan({c.inter_node, p / c.ranks_per_node, 1, 0, c.bytes / c.ranks_per_node}));
+          c.inter_node != Algorithm::Tree && c.inter_node != Algorithm::DoubleTree &&
+          c.inter_node != Algorithm::Auto)
+        throw std::invalid_argument(fmt::format(
+            "hierarchical allreduce runs ring, rhd, tree, double-tree or auto between nodes, not {}",
+            algorithm_name(c.inter_node)));
+      {
+        uint32_t nodes = p / c.ranks_per_node;
+        double slice = c.bytes / c.ranks_per_node;
+        std::unique_ptr<CollectivePlan> inter;
+        if (c.inter_node != Algorithm::Auto || nodes < 2) {
+          Algorithm a = c.inter_node == Algorithm::Auto ? Algorithm::Ring : c.inter_node;
+          inter = make_plan({a, nodes, 1, 0, slice});
+        } else {
+          if (c.rate <= 0) throw std::invalid_argument("inter_node auto needs the inter-node rate");
+          inter = make_plan({Algorithm::Ring, nodes, 1, 0, slice});
+          auto tree = make_plan({Algorithm::DoubleTree, nodes, 1, 0, slice});
+          if (estimate_seconds(*tree, c.alpha, c.rate) < estimate_seconds(*inter, c.alpha, c.rate))
+            inter = std::move(tree);
+        }
+        return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, std::move(inter));
+      }
     case Algorithm::ParameterServer:
       if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");
       return std::make_unique<ParameterServerPlan>(p, c.servers, c.bytes);
+    case Algorithm::Auto:
+      break;
   }
   throw std::invalid_argument("unknown algorithm");
 }

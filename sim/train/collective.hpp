@@ -22,6 +22,7 @@ enum class Algorithm : uint8_t {
   AllGather,        // ring all-gather alone (ZeRO)
   Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
   ParameterServer,  // workers push shards to k servers, servers aggregate, workers pull
+  Auto,             // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
 };
 const char* algorithm_name(Algorithm a);
 
@@ -65,7 +66,14 @@ struct CollectiveShape {
   uint32_t servers = 0;         // for ParameterServer: members ranks..ranks+servers-1 are the servers
   double bytes = 0;             // per-rank buffer n
   Algorithm inter_node = Algorithm::Ring;  // for Hierarchical: the allreduce between nodes
+  // For inter_node Auto: one inter-node message's overhead (s) and one flow's rate (bytes/s).
+  double alpha = 0, rate = 0;
 };
+
+// α-β estimate of a plan: per round, the slowest member's α (when it sends) plus the larger of the bytes it
+// sends and receives over `rate` (its messages share its NIC); summed over rounds. What NCCL does with its
+// own tuning model to choose between ring and tree.
+double estimate_seconds(const CollectivePlan& plan, double alpha, double rate);
 
 // The allreduce algorithm a strategy names (ring, rhd or halving-doubling, tree, double-tree, direct,
 // hierarchical); false for any other name.

@@ -35,9 +35,10 @@ Algorithm collective_algorithm(const std::string& collective, const StrategySpec
 
 Algorithm parse_inter_node(const YamlNode& v) {
   Algorithm a;
+  if (v.as_string() == "auto") return Algorithm::Auto;
   if (allreduce_algorithm(v.as_string(), a) && a != Algorithm::Direct && a != Algorithm::Hierarchical)
     return a;
-  v.fail("inter_node must be ring, rhd, tree or double-tree");
+  v.fail("inter_node must be ring, rhd, tree, double-tree or auto");
 }
 
 CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
@@ -83,6 +84,10 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
   CollectiveShape shape{algo, p, static_cast<uint32_t>(cluster.gpus_per_node), servers, sc.bytes, inter_node};
+  if (inter_node == Algorithm::Auto) {
+    MessageCost cost = inter_node_cost(cluster, sc.bytes / p);
+    shape.alpha = cost.alpha, shape.rate = cost.rate;
+  }
   CollectiveTask task;
   try {
     task.plan = make_plan(shape);

@@ -478,8 +478,12 @@ class Builder {
     auto key = std::make_pair(static_cast<int>(a), bytes);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
-    std::shared_ptr<const CollectivePlan> p =
-        make_plan({a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes, st_.inter_node});
+    CollectiveShape shape{a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes, st_.inter_node};
+    if (a == Algorithm::Hierarchical && st_.inter_node == Algorithm::Auto) {
+      MessageCost cost = inter_node_cost(c_, bytes / p_);
+      shape.alpha = cost.alpha, shape.rate = cost.rate;
+    }
+    std::shared_ptr<const CollectivePlan> p = make_plan(shape);
     plans_[key] = p;
     return p;
   }

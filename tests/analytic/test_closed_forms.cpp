@@ -239,6 +239,34 @@ TEST(ClosedForm, DoubleTreeOnTwoRanks) {
   }
 }
 
+TEST(ClosedForm, HierarchicalAutoTakesTheFasterOfRingAndDoubleTree) {
+  // inter_node: auto builds both inter-node plans and keeps the one with the smaller α-β estimate; on an idle
+  // star (α = 6 us) that is the faster one in every case here: ring for large buffers on few nodes, the
+  // double tree for small buffers on many (ring latency grows as 2(N-1)α, the tree's as the depth).
+  const int g = 2;
+  const std::string comm = "{alpha_inter: 6us}";
+  int ring_wins = 0, tree_wins = 0;
+  for (int nodes : {2, 8, 32, 128})
+    for (const char* bytes : {"1MB", "64MB"}) {
+      SCOPED_TRACE(fmt::format("{} nodes, {}", nodes, bytes));
+      auto time = [&](const char* inter) {
+        std::string text = fmt::format(
+            "name: auto\ncluster:\n  nodes: {}\n  gpus_per_node: {}\n  gpu: a100-40gb\n"
+            "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n  comm: {}\n"
+            "workload: {{collective: allreduce, bytes: {}}}\n"
+            "strategies:\n  - {{name: hierarchical, inter_node: {}}}\n",
+            nodes, g, comm, bytes, inter);
+        Scenario sc = scenario_from(text);
+        return run_collective_workload(sc, sc.strategies.at(0), nodes).time_s;
+      };
+      double ring = time("ring"), tree = time("double-tree");
+      EXPECT_EQ(time("auto"), std::min(ring, tree));
+      (ring < tree ? ring_wins : tree_wins)++;
+    }
+  EXPECT_GE(ring_wins, 3);  // both choices were made
+  EXPECT_GE(tree_wins, 3);
+}
+
 TEST(ClosedForm, BusBandwidth) {
   // nccl-tests: algbw = n / T, busbw = algbw·2(p−1)/p for allreduce.
   int p = 16;

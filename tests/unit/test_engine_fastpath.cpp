@@ -369,6 +369,22 @@ TEST(EngineFastPath, MessageCountsMatchThePlans) {
   }
 }
 
+TEST(CollectivePlans, AlphaBetaEstimate) {
+  // Ring: 2(p-1) rounds, each member sends and receives n/p: T = 2(p-1)·(α + n/(p·B)).
+  // Double tree on 2 ranks: C+1 rounds; the first and last move one chunk c = n/(2C), the others two:
+  // T = (C+1)·α + 2C·c/B = (C+1)·α + n/B.
+  const double n = 64e6, alpha = 5e-6, rate = 20e9;
+  for (uint32_t p : {2u, 5u, 16u}) {
+    double want = 2.0 * (p - 1) * (alpha + n / (p * rate));
+    EXPECT_NEAR(estimate_seconds(*make_plan({Algorithm::Ring, p, 1, 0, n}), alpha, rate), want, want * 1e-12);
+  }
+  auto tree = make_plan({Algorithm::DoubleTree, 2, 1, 0, n});
+  double chunks = tree->rounds() - 1.0;
+  EXPECT_EQ(chunks, std::ceil(n / 2 / (512 * 1024.0)));
+  double want = (chunks + 1) * alpha + n / rate;
+  EXPECT_NEAR(estimate_seconds(*tree, alpha, rate), want, want * 1e-12);
+}
+
 TEST(CollectivePlans, DoubleTreeShape) {
   // NCCL's double binary tree on p ranks, n bytes: each tree carries n/2 over its p-1 edges, up and down, so
   // the plan moves 2·2(p-1)·n/2 = 2(p-1)·n bytes in all, no rank sends more than 2n (parent + two children in
