@@ -575,8 +575,11 @@ class Builder {
         for (uint32_t w = 0; w < p_; ++w) {
           TaskId push = g.add_transfer(c_.gpus[w], server(j), bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(seg[w][c], push);
-          aggs[w] = g.add_delay(Time::from_seconds(c_.comm.reduce_seconds(bytes, bytes, true)),
-                                Category::Communication, static_cast<int32_t>(w), k, l_agg, server_cpu_[j]);
+          // sync: the push is summed into the shard's accumulator (12 bytes of traffic per parameter);
+          // async/ssp: it is applied to the weights at once, an SGD-momentum update (16 bytes, see below).
+          double cost = (st_.mode == "sync" ? 1.0 : 4.0 / 3.0) * c_.comm.reduce_seconds(bytes, bytes, true);
+          aggs[w] = g.add_delay(Time::from_seconds(cost), Category::Communication, static_cast<int32_t>(w), k,
+                                st_.mode == "sync" ? l_agg : l_upd, server_cpu_[j]);
           g.depend(push, aggs[w]);
           g.depend(aggs[w], barrier);
         }
@@ -616,14 +619,9 @@ class Builder {
   std::vector<TaskId> ps_barrier_;
 };
 
-struct RunOutput {
-  TrainingResult result;
-  double throughput = 0;
-};
-
-// `gpu_limit` > 0 trains on only the first gpu_limit GPUs (a reference smaller than one node).
-// One simulation. Everything that reads the scenario's YAML runs under `yaml` (yaml-cpp nodes are not safe
-// to read from two threads at once); the engine and the metrics run without it.
+// One simulation (`gpu_limit` > 0: on only the first gpu_limit GPUs, a reference smaller than one node).
+// Everything that reads the scenario's YAML runs under `yaml` (yaml-cpp nodes are not safe to read from two
+// threads at once); the engine and the metrics run without it.
 TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySpec& spec, int64_t nodes,
                         const TrainingOptions& opts, bool write_trace, std::mutex& yaml,
                         int64_t gpu_limit = 0) {

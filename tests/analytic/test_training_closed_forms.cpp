@@ -3,6 +3,7 @@
 // efficiency 1, batch 1, synthetic data, no jitter. Model: 4 layers of P = 2.5e6 parameters (10 MB of FP32
 // gradients each) and 19.5 GFLOP forward per sample each, so forward = 1 ms and backward = 2 ms per layer.
 // Optimizer update: 16 bytes per parameter through 1555 GB/s of HBM: 4P·16 / 1555e9.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -111,6 +112,25 @@ TEST(TrainingClosedForms, SyncParameterServerSumsAndUpdatesOnItsCpu) {
                          {"cluster.comm={reduce_bandwidth_cpu: 10GB/s}"});
   double want = kForward + kBackward + 2 * (4 * n / kB + kLink) + 4 * n / R + 4.0 / 3.0 * n / R;
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
+TEST(TrainingClosedForms, AsyncParameterServerAppliesEachPushAsAnUpdate) {
+  // One worker, one dedicated server, one 40 MB chunk, CPU rate R = 10 GB/s. Sync sums the push (n/R), then
+  // updates (4/3·n/R); async applies the push to the weights at once, one update (4/3·n/R), no sum:
+  //   sync  = forward + backward + 2·(n/B + l) + n/R + 4/3·n/R
+  //   async = forward + backward + 2·(n/B + l) + 4/3·n/R
+  const double n = 4 * kLayerGrad, R = 10e9;
+  const std::vector<std::string> cpu = {"cluster.comm={reduce_bandwidth_cpu: 10GB/s}"};
+  double base = kForward + kBackward + 2 * (n / kB + kLink);
+  for (const char* mode : {"sync", "async"}) {
+    SCOPED_TRACE(mode);
+    TrainingResult r = run(fmt::format("[{{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, "
+                                       "mode: {}}}]",
+                                       mode),
+                           "", 1, cpu);
+    double want = base + (std::string(mode) == "sync" ? n / R : 0) + 4.0 / 3.0 * n / R;
+    EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+  }
 }
 
 TEST(TrainingClosedForms, OverlapSlowdownStretchesComputeUnderResidentKernels) {
