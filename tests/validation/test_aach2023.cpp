@@ -1,10 +1,10 @@
 // Validation against Aach et al. 2023 (JUWELS Booster, batch 64 per GPU, E_G relative to 4 GPUs), through the
 // `ddlsim validate` command on the shipped scenarios and scenarios/measured/aach2023_juwels.csv.
 //
-// Held here: the stated E_G points within ±0.05 absolute, the Table 2 AllReduce share within ±0.08 for the
-// DALI series where the model explains it, the orderings the paper reports, and the 4-to-1024-GPU runtime
-// ratio. Points the model does not reproduce are listed (and checked to still miss, so a fix shows up) in
-// KnownMisses.
+// Held here: the stated E_G points within ±0.05 absolute, every Table 2 AllReduce share of the DALI series
+// within ±0.08, the orderings the paper reports, and the 4-to-1024-GPU runtime ratio. Points the model does
+// not reproduce are listed (and checked to still miss, so a fix shows up) in KnownMisses. ctest runs these
+// tests as one entry (tests/CMakeLists.txt): they share the scenario runs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -151,9 +151,9 @@ TEST(Aach2023, LargerModelScalesBetter) {
 TEST(Aach2023, Table2AllreduceShare) {
   // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's
   // quantity is the same, averaged over workers: from each bucket's launch (waiting for late ranks included)
-  // to its end. Held within ±0.08 where the model explains it: every ResNet-50 point (max 0.04); ResNet-101
-  // but 4 GPUs (+0.084) and 1024 (+0.16, file-system-bound there); ResNet-152 but 64 and 128 (-0.084,
-  // -0.090).
+  // to its end. Every point held within ±0.08 (largest misses: ResNet-50 0.047, ResNet-101 0.077 at 4 GPUs,
+  // ResNet-152 0.057). Between nodes NCCL's choice of ring or tree (inter_node: auto) makes the latency grow
+  // as the tree's depth at scale, which gives the table's steady rise up to 1024 GPUs.
   auto check = [](const std::string& model, std::initializer_list<int> gpus) {
     auto pts = validate(model + "-dali-cpu.yaml");
     for (int g : gpus)
@@ -165,8 +165,8 @@ TEST(Aach2023, Table2AllreduceShare) {
         << model;
   };
   check("resnet50", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  check("resnet101", {8, 16, 32, 64, 128, 256, 512});
-  check("resnet152", {4, 8, 16, 32, 256, 512, 1024});
+  check("resnet101", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  check("resnet152", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
 }
 
 TEST(Aach2023, ResNet152EfficiencyAndRuntime) {
@@ -193,7 +193,7 @@ TEST(Aach2023, KnownMisses) {
   // Not reproduced (see the closing notes of the validation issue): the simulator gives Horovod and DeepSpeed
   // with the native loader the same file-system-bound E_G as DDP at 128 GPUs (0.79 vs 0.50 / 0.33:
   // loader-bound with a prefetch buffer, the framework's communication tail hides behind the next batch's
-  // load), and ResNet-152's Table 2 share at 64-128 GPUs is 0.08-0.09 low. With the native loader's
+  // load; the paper gives nothing framework-specific about its loaders). With the native loader's
   // file-system spread, the ResNet-50 native AllReduce share at 128 GPUs is too high (≈0.8 vs 0.49: in the
   // simulator it jumps to its file-system-bound level as soon as the file system saturates). Checked to still
   // miss, so that a model change that fixes them is noticed and they move into the held tests above.
@@ -201,8 +201,6 @@ TEST(Aach2023, KnownMisses) {
   EXPECT_GT(at(native, "resnet50-horovod-native/horovod/128/efficiency").abs_error, 0.05);
   EXPECT_GT(at(native, "resnet50-deepspeed-native/deepspeed/128/efficiency").abs_error, 0.05);
   EXPECT_GT(at(native, "resnet50-ddp-native/ddp/128/share_allreduce").abs_error, 0.08);
-  auto r152 = validate("resnet152-dali-cpu.yaml");
-  EXPECT_GT(at(r152, "resnet152-ddp-dali/ddp/128/share_allreduce").abs_error, 0.08);
 }
 
 TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
