@@ -165,8 +165,13 @@ void FlowNetwork::resolve(Time now) {
   ++stamp_;
   region_flows_.clear();
   region_links_.clear();
-  for (FlowId f : new_flows_)
-    if (flows_[f].active && flows_[f].stamp != stamp_) add_to_region(f);
+  for (FlowId f : new_flows_) {
+    if (!flows_[f].active || flows_[f].stamp == stamp_) continue;
+    if (alone(f))  // nothing else on its links: no sharing to solve, nobody else affected
+      set_rate(f, alone_rate(f), now);
+    else
+      add_to_region(f);
+  }
   // A link a flow left can give more only to the flows certified on it; the others keep their certificates.
   for (LinkId l : dirty_links_) {
     links_[l].dirty = false;
@@ -191,6 +196,25 @@ void FlowNetwork::resolve(Time now) {
     ++growths_;
   }
   for (FlowId f : region_flows_) set_rate(f, flows_[f].trial, now);
+}
+
+bool FlowNetwork::alone(FlowId f) const {
+  for (LinkId lid : flows_[f].route)
+    if (links_[lid].flows.size() != 1) return false;
+  return true;
+}
+
+// The rate of a flow alone on its links: its cap or its smallest capacity, where its certificate holds.
+double FlowNetwork::alone_rate(FlowId f) {
+  Flow& fl = flows_[f];
+  double r = fl.cap;
+  fl.bottleneck = kCapped;
+  for (LinkId lid : fl.route)
+    if (links_[lid].capacity < r) {
+      r = links_[lid].capacity;
+      fl.bottleneck = lid;
+    }
+  return r;
 }
 
 void FlowNetwork::add_to_region(FlowId f) {
@@ -303,17 +327,8 @@ bool FlowNetwork::solve_region() {
   for (FlowId f : region_flows_) {
     Flow& fl = flows_[f];
     fl.fixed = false;
-    bool alone = true;  // alone on its links: its rate needs no sharing (and is exact)
-    for (LinkId lid : fl.route) alone = alone && links_[lid].flows.size() == 1;
-    if (alone) {
-      double r = fl.cap;
-      fl.bottleneck = kCapped;
-      for (LinkId lid : fl.route)
-        if (links_[lid].capacity < r) {
-          r = links_[lid].capacity;
-          fl.bottleneck = lid;
-        }
-      fl.trial = r;
+    if (alone(f)) {  // its rate needs no sharing (and is exact)
+      fl.trial = alone_rate(f);
       fl.fixed = true;
       for (LinkId lid : fl.route) links_[lid].unfixed = 0;
       continue;

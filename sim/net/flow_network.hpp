@@ -91,6 +91,8 @@ class FlowNetwork {
     bool active = false;
     bool fixed = false;
   };
+  bool alone(FlowId f) const;
+  double alone_rate(FlowId f);
   void add_to_region(FlowId f);
   bool solve_region();
   bool grow_region();
