@@ -1,12 +1,13 @@
 #pragma once
 // Flow-level (fluid) network: directed links with a capacity; flows drain at their max-min fair share of
 // every link on their route, capped by an optional per-flow bound. Latency is not paid here: callers start a
-// flow after its route latency (see Engine). resolve() re-solves incrementally: a region (the flows that
-// started, and the flows on links a flow left, since the last call) is solved by progressive filling with the
-// other flows' rates held, then grown by every flow that no longer satisfies the max-min certificate (each
-// flow capped, or the largest on a saturated link) until all do, which makes the result the max-min
-// allocation; after a few rounds of growth the region becomes its whole connected component. Completion
-// times live in an indexed heap, re-keyed in place when a rate changes.
+// flow after its route latency (see Engine). resolve() re-solves incrementally. Every flow keeps the link its
+// max-min certificate holds on (it is the largest on that saturated link, or it runs at its cap). A region
+// (the flows that started, and the flows certified on a link that a flow left, since the last call) is solved
+// by progressive filling with the other flows' rates held, then grown by every flow whose certificate no
+// longer holds until all do, which makes the result the max-min allocation; after a few rounds of growth the
+// region becomes its whole connected component. A new flow alone on its links takes its rate directly.
+// Completion times live in an indexed heap, re-keyed in place when a rate changes.
 #include <cstdint>
 #include <queue>
 #include <span>
