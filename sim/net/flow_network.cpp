@@ -385,7 +385,7 @@ bool FlowNetwork::solve_region() {
     if (todo_.empty())
       throw std::logic_error("max-min solver: an unfixed flow crosses no link and has no cap");
     // Each link loses share once per flow fixed on it: one multiplication per link keeps the sums independent
-    // of the order in which links were popped.
+    // of the order in which the flows were fixed.
     touched_links_.clear();
     for (FlowId f : todo_)
       for (LinkId lid : flows_[f].route)

@@ -417,16 +417,15 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "hierarchical allreduce runs ring, rhd, tree, double-tree or auto between nodes, not {}",
             algorithm_name(c.inter_node)));
       {
-        uint32_t nodes = p / c.ranks_per_node;
-        double slice = c.bytes / c.ranks_per_node;
-        std::unique_ptr<CollectivePlan> inter;
-        if (c.inter_node != Algorithm::Auto || nodes < 2) {
-          Algorithm a = c.inter_node == Algorithm::Auto ? Algorithm::Ring : c.inter_node;
-          inter = make_plan({a, nodes, 1, 0, slice});
-        } else {
+        // auto: the ring unless the double tree's α-β estimate is smaller (one node: nothing between nodes).
+        bool choose = c.inter_node == Algorithm::Auto;
+        CollectiveShape between{choose ? Algorithm::Ring : c.inter_node, p / c.ranks_per_node, 1, 0,
+                                c.bytes / c.ranks_per_node};
+        std::unique_ptr<CollectivePlan> inter = make_plan(between);
+        if (choose && between.ranks > 1) {
           if (c.rate <= 0) throw std::invalid_argument("inter_node auto needs the inter-node rate");
-          inter = make_plan({Algorithm::Ring, nodes, 1, 0, slice});
-          auto tree = make_plan({Algorithm::DoubleTree, nodes, 1, 0, slice});
+          between.algorithm = Algorithm::DoubleTree;
+          auto tree = make_plan(between);
           if (estimate_seconds(*tree, c.alpha, c.rate) < estimate_seconds(*inter, c.alpha, c.rate))
             inter = std::move(tree);
         }

@@ -41,12 +41,38 @@ Algorithm parse_inter_node(const YamlNode& v) {
   v.fail("inter_node must be ring, rhd, tree, double-tree or auto");
 }
 
+ServerPlacement parse_server_placement(const YamlNode& n) {
+  ServerPlacement sp;
+  if (n.is_scalar()) return sp;
+  if (auto k = n.get("servers")) {
+    int64_t v = k->as_int();
+    if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
+    sp.servers = static_cast<uint32_t>(v);
+  }
+  if (auto pl = n.get("placement")) {
+    std::string v = pl->as_string();
+    if (v != "dedicated" && v != "colocated") pl->fail("placement must be dedicated or colocated");
+    sp.dedicated = v == "dedicated";
+  }
+  if (auto l = n.get("link")) {
+    if (!sp.dedicated)
+      l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
+    l->expect_keys({"bandwidth", "latency"});
+    sp.link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
+  }
+  return sp;
+}
+
+void price_inter_node(CollectiveShape& shape, const Cluster& cluster) {
+  if (shape.algorithm != Algorithm::Hierarchical || shape.inter_node != Algorithm::Auto) return;
+  MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
+  shape.alpha = cost.alpha;
+  shape.rate = cost.rate;
+}
+
 CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
                                          EngineOptions options) {
   Algorithm algo = collective_algorithm(sc.collective_kind, st);
-  ServerHosts hosts;
-  uint32_t servers = 0;
-  bool dedicated = true;
   if (!st.node.is_scalar()) {
     if (algo == Algorithm::ParameterServer)
       st.node.expect_keys({"name", "label", "servers", "placement", "link"});
@@ -58,36 +84,13 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   Algorithm inter_node = Algorithm::Ring;
   if (auto i = st.node.is_scalar() ? std::nullopt : st.node.get("inter_node"))
     inter_node = parse_inter_node(*i);
-  if (algo == Algorithm::ParameterServer) {
-    servers = 1;
-    if (!st.node.is_scalar()) {
-      if (auto k = st.node.get("servers")) {
-        int64_t v = k->as_int();
-        if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
-        servers = static_cast<uint32_t>(v);
-      }
-      if (auto pl = st.node.get("placement")) {
-        std::string p = pl->as_string();
-        if (p != "dedicated" && p != "colocated") pl->fail("placement must be dedicated or colocated");
-        dedicated = p == "dedicated";
-      }
-      if (auto l = st.node.get("link")) {
-        l->expect_keys({"bandwidth", "latency"});
-        hosts.link =
-            LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
-      }
-    }
-    if (auto l = st.node.is_scalar() ? std::nullopt : st.node.get("link"); l && !dedicated)
-      l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
-    if (dedicated) hosts.count = servers;
-  }
-  Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
+  ServerPlacement ps{0, false, {}};  // no servers
+  if (algo == Algorithm::ParameterServer) ps = parse_server_placement(st.node);
+  Cluster cluster = build_cluster(sc.cluster, nodes, ps.hosts());
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
-  CollectiveShape shape{algo, p, static_cast<uint32_t>(cluster.gpus_per_node), servers, sc.bytes, inter_node};
-  if (inter_node == Algorithm::Auto) {
-    MessageCost cost = inter_node_cost(cluster, sc.bytes / p);
-    shape.alpha = cost.alpha, shape.rate = cost.rate;
-  }
+  CollectiveShape shape{algo,       p,        static_cast<uint32_t>(cluster.gpus_per_node),
+                        ps.servers, sc.bytes, inter_node};
+  price_inter_node(shape, cluster);
   CollectiveTask task;
   try {
     task.plan = make_plan(shape);
@@ -98,8 +101,8 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   if (algo == Algorithm::ParameterServer) {
     task.first_server = p;
     task.reduce_on_cpu_for_servers = true;
-    for (uint32_t j = 0; j < servers; ++j)
-      task.members.push_back(dedicated ? cluster.servers[j] : cluster.cpus[j % cluster.cpus.size()]);
+    for (uint32_t j = 0; j < ps.servers; ++j)
+      task.members.push_back(ps.dedicated ? cluster.servers[j] : cluster.cpus[j % cluster.cpus.size()]);
   }
   task.isolated = true;
   TaskGraph graph;

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "sim/io/scenario.hpp"
+#include "sim/net/cluster.hpp"
+#include "sim/train/collective.hpp"
 #include "sim/train/engine.hpp"
 
 namespace ddlsim {
@@ -29,7 +31,22 @@ CollectiveResult run_collective_workload(const Scenario& scenario, const Strateg
 // Strategy name to algorithm for a collective kind; fails at the strategy's node when they do not fit.
 Algorithm collective_algorithm(const std::string& collective, const StrategySpec& strategy);
 
-// A strategy's `inter_node` key (the allreduce a hierarchical plan runs between nodes): ring, rhd or tree.
+// A strategy's `inter_node` key (the allreduce a hierarchical plan runs between nodes): ring, rhd, tree,
+// double-tree or auto.
 Algorithm parse_inter_node(const YamlNode& value);
+
+// Where a parameter-server strategy's servers run: its `servers`, `placement` and `link` keys (defaults for a
+// strategy given by name alone). `link` with colocated servers is an error: they use their node's NIC.
+struct ServerPlacement {
+  uint32_t servers = 1;
+  bool dedicated = true;
+  std::optional<LinkSpec> link;
+  ServerHosts hosts() const { return dedicated ? ServerHosts{servers, link} : ServerHosts{}; }
+};
+ServerPlacement parse_server_placement(const YamlNode& strategy);
+
+// A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
+// cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
+void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
 
 }  // namespace ddlsim

@@ -210,13 +210,11 @@ struct Strategy {
   double cycle_time = 0;  // Horovod
   bool negotiation = false;
   int zero_stage = 0;
-  uint32_t servers = 1;
-  bool dedicated = true;
+  ServerPlacement ps;  // ps: where the servers run
   std::string mode = "sync";
   int staleness = 0;
   double chunk = 8e6;
   bool shard_by_layer = false;
-  std::optional<LinkSpec> server_link;
 };
 
 Strategy parse_strategy(const StrategySpec& s) {
@@ -284,16 +282,7 @@ Strategy parse_strategy(const StrategySpec& s) {
     if (st.zero_stage != 1 && st.zero_stage != 2)
       z->fail("ZeRO stage must be 1 or 2 (stage 3 shards parameters too)");
   }
-  if (auto k = opt("servers")) {
-    int64_t v = k->as_int();
-    if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
-    st.servers = static_cast<uint32_t>(v);
-  }
-  if (auto p = opt("placement")) {
-    std::string v = p->as_string();
-    if (v != "dedicated" && v != "colocated") p->fail("placement must be dedicated or colocated");
-    st.dedicated = v == "dedicated";
-  }
+  if (st.kind == "ps") st.ps = parse_server_placement(n);
   if (auto m = opt("mode")) {
     st.mode = m->as_string();
     if (st.mode != "sync" && st.mode != "async" && st.mode != "ssp")
@@ -306,16 +295,9 @@ Strategy parse_strategy(const StrategySpec& s) {
     if (v != "layer" && v != "range") sh->fail("sharding must be layer or range");
     st.shard_by_layer = v == "layer";
   }
-  if (auto l = opt("link")) {
-    l->expect_keys({"bandwidth", "latency"});
-    st.server_link =
-        LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
-  }
   if (st.kind == "ps" && st.mode == "ssp" && st.staleness < 0)
     opt("staleness")->fail("staleness must be >= 0");
   if (auto s = opt("staleness"); s && st.mode != "ssp") s->fail("staleness applies to mode: ssp only");
-  if (auto l = opt("link"); l && !st.dedicated)
-    l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
   return st;
 }
 
@@ -479,10 +461,7 @@ class Builder {
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     CollectiveShape shape{a, p_, static_cast<uint32_t>(c_.gpus_per_node), 0, bytes, st_.inter_node};
-    if (a == Algorithm::Hierarchical && st_.inter_node == Algorithm::Auto) {
-      MessageCost cost = inter_node_cost(c_, bytes / p_);
-      shape.alpha = cost.alpha, shape.rate = cost.rate;
-    }
+    price_inter_node(shape, c_);
     std::shared_ptr<const CollectivePlan> p = make_plan(shape);
     plans_[key] = p;
     return p;
@@ -552,11 +531,11 @@ class Builder {
     }
   }
 
-  VertexId server(uint32_t j) const { return st_.dedicated ? c_.servers[j] : c_.cpus[j % c_.cpus.size()]; }
+  VertexId server(uint32_t j) const { return st_.ps.dedicated ? c_.servers[j] : c_.cpus[j % c_.cpus.size()]; }
 
   void build_ps_step(TaskGraph& g, int k, const std::vector<Bucket>& chunks,
                      const std::vector<std::vector<TaskId>>& seg, std::vector<TaskId>& prev_end) {
-    uint32_t K = st_.servers;
+    uint32_t K = st_.ps.servers;
     if (server_cpu_.empty())
       for (uint32_t j = 0; j < K; ++j) server_cpu_.push_back(g.add_resource());
     uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
@@ -627,9 +606,7 @@ TrainingResult simulate(const Scenario& sc, const Workload& wl, const StrategySp
                         int64_t gpu_limit = 0) {
   std::unique_lock<std::mutex> setup(yaml);
   Strategy st = parse_strategy(spec);
-  ServerHosts hosts;
-  if (st.kind == "ps" && st.dedicated) hosts.count = st.servers, hosts.link = st.server_link;
-  Cluster cluster = build_cluster(sc.cluster, nodes, hosts);
+  Cluster cluster = build_cluster(sc.cluster, nodes, st.kind == "ps" ? st.ps.hosts() : ServerHosts{});
   if (gpu_limit > 0 && static_cast<size_t>(gpu_limit) < cluster.gpus.size()) {
     cluster.gpus.resize(static_cast<size_t>(gpu_limit));
     cluster.gpus_per_node = std::min<int>(cluster.gpus_per_node, static_cast<int>(gpu_limit));
