@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/net/flow_network.hpp"
 #include "sim/train/collective_workload.hpp"
 

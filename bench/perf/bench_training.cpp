@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/training.hpp"
 
 namespace {

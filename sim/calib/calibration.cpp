@@ -96,15 +96,4 @@ std::string compute_calibration_yaml(const ComputeFit& fit, const std::string& s
   return out;
 }
 
-CommModel load_calibration(const YamlNode& node) {
-  if (!node.is_map()) node.fail("expected a map with comm:");
-  if (!node.has("comm")) return parse_comm_model(node);
-  node.expect_keys({"comm", "fit", "source", "compute"});
-  return parse_comm_model(node["comm"]);
-}
-
-CommModel load_calibration_file(const std::string& path) {
-  return load_calibration(YamlNode::load_file(path));
-}
-
 }  // namespace ddlsim

@@ -1,5 +1,5 @@
 #pragma once
-// The calibration file `ddlsim calibrate --out` writes, and its reader. Shape:
+// The calibration file `ddlsim calibrate --out` writes (sim/config/cluster reads it). Shape:
 //
 //   # fitted by ddlsim calibrate from <files> on <date>
 //   comm:
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "sim/calib/fit.hpp"
-#include "sim/io/yaml.hpp"
 #include "sim/net/comm_model.hpp"
 
 namespace ddlsim {
@@ -31,11 +30,6 @@ std::string calibration_yaml(const FitResult& fit, const std::vector<std::string
 struct ComputeFit;
 std::string compute_calibration_yaml(const ComputeFit& fit, const std::string& scenario,
                                      const std::vector<std::string>& files, const std::string& date);
-
-// Reads a calibration document (a map with `comm:`) or a `comm:` map itself. Throws InputError at the
-// offending key.
-CommModel load_calibration(const YamlNode& node);
-CommModel load_calibration_file(const std::string& path);
 
 // One fitted message-size range / one reduce range as the YAML flow map a cluster's comm: reads
 // ({max_bytes: 2KiB, alpha: .., bandwidth: ..} / {max_bytes: .., bandwidth_gpu: .., bandwidth_cpu: ..}).

@@ -5,8 +5,9 @@
 #include <cmath>
 #include <map>
 
+#include <boost/math/tools/minima.hpp>
 #include "sim/core/error.hpp"
-#include "sim/io/scenario.hpp"
+
 #include "sim/train/training.hpp"
 
 namespace ddlsim {
@@ -14,20 +15,18 @@ namespace ddlsim {
 namespace {
 
 // The strategy labelled `label` (empty: the first).
-std::vector<StrategySpec>::const_iterator find_strategy(const Scenario& sc, const std::string& label) {
+std::vector<Strategy>::const_iterator find_strategy(const Scenario& sc, const std::string& label) {
   return std::find_if(sc.strategies.begin(), sc.strategies.end(),
-                      [&](const StrategySpec& s) { return label.empty() || s.label == label; });
+                      [&](const Strategy& s) { return label.empty() || s.label == label; });
 }
 
 // Simulated step time per measured GPU count at one efficiency. Whole nodes run as such; a part of a node
 // (e.g. one GPU) runs as the scenario's reference on that many GPUs of one node.
-std::map<int64_t, double> simulate_steps(const std::string& path, std::vector<std::string> overrides,
-                                         const std::string& strategy, const std::vector<int64_t>& gpus,
-                                         double efficiency) {
-  overrides.push_back(fmt::format("workload.compute.efficiency={:.17g}", efficiency));
-  Scenario sc = load_scenario(path, overrides);
+std::map<int64_t, double> simulate_steps(Scenario sc, const std::string& strategy,
+                                         const std::vector<int64_t>& gpus, double efficiency) {
+  sc.training.efficiency = efficiency;
   sc.strategies = {*find_strategy(sc, strategy)};
-  int64_t gpn = sc.cluster.gpus_per_node();
+  int64_t gpn = sc.cluster.gpus_per_node;
   std::map<int64_t, double> out;
   std::vector<int64_t> nodes;
   for (int64_t g : gpus)
@@ -47,29 +46,29 @@ std::map<int64_t, double> simulate_steps(const std::string& path, std::vector<st
 
 }  // namespace
 
-ComputeFit fit_compute_efficiency(const std::string& path, const std::vector<std::string>& overrides,
-                                  const std::string& strategy, const std::vector<const Measurement*>& steps) {
-  Scenario sc = load_scenario(path, overrides);
+ComputeFit fit_compute_efficiency(const Scenario& sc, const std::string& strategy,
+                                  const std::vector<const Measurement*>& steps) {
+  const std::string& path = sc.file;
   if (sc.collective)
     throw InputError({path, 0, 0}, "workload",
                      "calibrating the compute efficiency needs a training scenario, not a collective");
-  if (auto c = sc.workload.get("compute"); c && c->has("samples_per_s"))
-    (*c)["samples_per_s"].fail(
+  if (sc.training.samples_per_s > 0)
+    sc.training.samples_per_s_where.fail(
         "a measured samples_per_s sets the compute time, so there is no efficiency to fit: remove it");
   auto it = find_strategy(sc, strategy);
   if (it == sc.strategies.end())
     throw InputError({"--strategy", 0, 0}, "",
                      fmt::format("no strategy labelled \"{}\" in {}", strategy, path));
-  double batch = sc.workload["batch_per_gpu"].as_double();
-  int64_t gpn = sc.cluster.gpus_per_node();
+  double batch = static_cast<double>(sc.training.batch);
+  int64_t gpn = sc.cluster.gpus_per_node;
   ComputeFit fit;
   fit.strategy = it->label;
   std::vector<int64_t> gpus;
   for (const Measurement* m : steps) {
     if (m->ranks >= gpn && m->ranks % gpn != 0)
-      throw InputError({m->file, m->line, 0}, "gpus",
-                       fmt::format("{} GPUs is not a whole number of {}-GPU nodes of {}", m->ranks, gpn,
-                                   sc.cluster.name()));
+      throw InputError(
+          {m->file, m->line, 0}, "gpus",
+          fmt::format("{} GPUs is not a whole number of {}-GPU nodes of {}", m->ranks, gpn, sc.cluster.name));
     StepFitPoint p;
     p.measurement = m;
     p.gpus = m->ranks;
@@ -82,7 +81,7 @@ ComputeFit fit_compute_efficiency(const std::string& path, const std::vector<std
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
 
   auto cost = [&](double log_e) {
-    std::map<int64_t, double> t = simulate_steps(path, overrides, fit.strategy, gpus, std::exp(log_e));
+    std::map<int64_t, double> t = simulate_steps(sc, fit.strategy, gpus, std::exp(log_e));
     double s = 0;
     for (const StepFitPoint& p : fit.points) {
       double r = (t.at(p.gpus) - p.measured_s) / p.measured_s;
@@ -90,27 +89,11 @@ ComputeFit fit_compute_efficiency(const std::string& path, const std::vector<std
     }
     return s;
   };
-  // Golden-section search on log(e): 40 steps shrink [ln 1e-3, 0] to a factor 1.0000x in e.
-  const double phi = (std::sqrt(5.0) - 1) / 2;
-  double lo = std::log(1e-3), hi = 0;
-  double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
-  double f1 = cost(x1), f2 = cost(x2);
-  for (int i = 0; i < 40; ++i) {
-    if (f1 <= f2) {
-      hi = x2, x2 = x1, f2 = f1;
-      x1 = hi - phi * (hi - lo);
-      f1 = cost(x1);
-    } else {
-      lo = x1, x1 = x2, f1 = f2;
-      x2 = lo + phi * (hi - lo);
-      f2 = cost(x2);
-    }
-  }
-  fit.efficiency = std::exp((lo + hi) / 2);
-  std::map<int64_t, double> t = simulate_steps(path, overrides, fit.strategy, gpus, fit.efficiency);
+  // Brent's minimisation (Boost.Math) on log(e) over [ln 1e-3, 0], to 20 bits: e within a factor 1.00001.
+  fit.efficiency = std::exp(boost::math::tools::brent_find_minima(cost, std::log(1e-3), 0.0, 20).first);
+  std::map<int64_t, double> t = simulate_steps(sc, fit.strategy, gpus, fit.efficiency);
   // Sensitivity: a 10% change of e moving no step time by 1% leaves e undetermined.
-  std::map<int64_t, double> t2 =
-      simulate_steps(path, overrides, fit.strategy, gpus, std::min(1.0, fit.efficiency * 1.1));
+  std::map<int64_t, double> t2 = simulate_steps(sc, fit.strategy, gpus, std::min(1.0, fit.efficiency * 1.1));
   fit.insensitive = true;
   std::vector<double> errors;
   for (StepFitPoint& p : fit.points) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/calib/readers.hpp"
+#include "sim/train/scenario.hpp"
 
 namespace ddlsim {
 
@@ -28,10 +29,10 @@ struct ComputeFit {
 };
 
 // Least squares on relative errors, sum(((T_sim(e) - T)/T)^2), minimised over log(e) in [1e-3, 1] by
-// golden-section search (T_sim falls monotonically with e, flattening where compute stops being the
+// Brent's method (T_sim falls monotonically with e, flattening where compute stops being the
 // bottleneck). `strategy`: a strategy label of the scenario (empty: its first). Throws InputError naming the
 // row for a GPU count the cluster cannot hold, and when the scenario is not a training workload.
-ComputeFit fit_compute_efficiency(const std::string& scenario, const std::vector<std::string>& overrides,
-                                  const std::string& strategy, const std::vector<const Measurement*>& steps);
+ComputeFit fit_compute_efficiency(const Scenario& scenario, const std::string& strategy,
+                                  const std::vector<const Measurement*>& steps);
 
 }  // namespace ddlsim

@@ -367,7 +367,7 @@ class NcclReader {
     // busbw = algbw * 2(p-1)/p for an allreduce: a cheap test that this is all_reduce_perf at this rank
     // count.
     if (p < 2) return;
-    double expected = bus_factor("allreduce", p);
+    double expected = bus_factor(CollectiveKind::Allreduce, p);
     for (const auto& r : rows) {
       if (r.algbw < 1.0 || r.busbw <= 0) continue;  // two printed decimals: too coarse below 1 GB/s
       double ratio = r.busbw / r.algbw;

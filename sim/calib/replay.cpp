@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "sim/calib/calibration.hpp"
-#include "sim/io/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {
@@ -14,8 +13,9 @@ namespace {
 
 struct Plan {
   bool ok = false;
-  std::string collective = "allreduce";
-  std::string strategy;  // YAML of the strategy entry
+  CollectiveKind collective = CollectiveKind::Allreduce;
+  std::string strategy;       // the strategy's name
+  ServerPlacement placement;  // ps: its servers
   std::string label;
   int64_t nodes = 0;
   double largest_message = 0;  // bytes
@@ -35,8 +35,8 @@ Plan plan_for(const Measurement& m) {
   }
   if (m.kind == MeasurementKind::PingPong) {
     p.ok = true;
-    p.collective = "broadcast";
-    p.strategy = "{name: tree}";
+    p.collective = CollectiveKind::Broadcast;
+    p.strategy = "tree";
     p.label = "one message";
     p.nodes = 2;
     p.largest_message = m.bytes;
@@ -52,24 +52,26 @@ Plan plan_for(const Measurement& m) {
   double n = m.bytes;
   p.largest_message = n / static_cast<double>(ranks);
   if (a == "ring" || a == "mpi_allreduce" || a == "nccl" || a == "osu_allreduce") {
-    p.strategy = "{name: ring}";
+    p.strategy = "ring";
     p.label = "ring";
     if (a != "ring") p.note = "library allreduce simulated as ring";
   } else if (a == "rhd") {
-    p.strategy = "{name: rhd}";
+    p.strategy = "rhd";
     p.label = "rhd";
     p.largest_message = n / 2;
   } else if (a == "direct") {
-    p.strategy = "{name: direct}";
+    p.strategy = "direct";
     p.label = "direct";
     p.largest_message = n;
   } else if (a == "ps") {
-    p.strategy = fmt::format("{{name: ps, servers: {}, placement: dedicated}}", m.servers);
+    p.strategy = "ps";
+    p.placement = {static_cast<uint32_t>(m.servers), true, {}};
     p.label = fmt::format("ps k={}", m.servers);
     p.nodes = ranks - m.servers;
     p.largest_message = n / static_cast<double>(m.servers);
   } else if (a == "ps-colocated") {
-    p.strategy = fmt::format("{{name: ps, servers: {}, placement: colocated}}", ranks);
+    p.strategy = "ps";
+    p.placement = {static_cast<uint32_t>(ranks), false, {}};
     p.label = fmt::format("ps colocated k={}", ranks);
   } else {
     p.ok = false;
@@ -83,35 +85,23 @@ Plan plan_for(const Measurement& m) {
 // rank's link runs at the fitted rate of the case's largest message: one message alone is bound by its
 // range's rate anyway, but messages a rank sends or receives at the same time (p-k pushes into one server,
 // direct's p-1 sends) share it, as they share the rank's copy engine (a core, a NIC).
-std::string scenario_text(const Measurement& m, const FitResult& fit, const Plan& p, const FittedClass& cls) {
-  std::vector<std::string> ranges, reduce;
-  for (const FittedRange& r : cls.ranges) ranges.push_back(range_yaml(r));
-  for (const ReduceRange& r : fit.model.reduce) reduce.push_back(reduce_range_yaml(r));
-  double link = 1 / cls.lookup(p.largest_message).beta;
-  return fmt::format(
-      "name: calibrate-replay\n"
-      "cluster:\n"
-      "  nodes: {}\n"
-      "  gpus_per_node: 1\n"
-      "  gpu: a100-40gb\n"
-      "  network: {{kind: star, link: {{bandwidth: {}, latency: 0us}}}}\n"
-      "  comm: {{inter: [{}], reduce: [{}]}}\n"
-      "workload: {{collective: {}, bytes: {:.17g}B}}\n"
-      "strategies:\n"
-      "  - {}\n",
-      p.nodes, yaml_rate(link), fmt::join(ranges, ", "), fmt::join(reduce, ", "), p.collective, m.bytes,
-      p.strategy);
+ClusterConfig replay_cluster(const FitResult& fit, const Plan& p, const FittedClass& cls) {
+  ClusterConfig c;
+  c.name = "calibrate-replay";
+  c.gpus_per_node = 1;
+  c.gpu = known_gpus().front();
+  for (const GpuSpec& g : known_gpus())
+    if (g.name == "a100-40gb") c.gpu = g;
+  c.comm.inter.ranges.clear();
+  for (const FittedRange& r : cls.ranges)
+    c.comm.inter.ranges.push_back({r.max_bytes, Time::from_seconds(r.alpha), 1 / r.beta, 1});
+  c.comm.reduce = fit.model.reduce;
+  c.network.kind = FabricKind::Star;
+  c.network.link = LinkSpec{Rate{1 / cls.lookup(p.largest_message).beta}, Time()};
+  return c;
 }
 
 }  // namespace
-
-std::string replay_scenario_yaml(const Measurement& m, const FitResult& fit) {
-  Plan p = plan_for(m);
-  if (!p.ok) return "";
-  const FittedClass& cls = fit.link[cost_terms(m).link];
-  if (!cls.measured) return "";
-  return scenario_text(m, fit, p, cls);
-}
 
 ReplayResult replay_measurement(const Measurement& m, const FitResult& fit) {
   ReplayResult out;
@@ -125,19 +115,20 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit) {
     out.note = fmt::format("no {}-node measurements in the fit", link_class_name(link));
     return out;
   }
-  YamlNode root = YamlNode::load_string(scenario_text(m, fit, p, cls), "<calibrate replay>");
-  YamlNode strategy = root["strategies"].elements().at(0);
-  std::string name = strategy["name"].as_string();
-  Scenario sc{.file = "<calibrate replay>",
-              .name = "calibrate-replay",
-              .root = root,
-              .cluster = ClusterSpec(root["cluster"]),
-              .workload = root["workload"],
-              .collective = true,
-              .collective_kind = p.collective,
-              .bytes = m.bytes,
-              .strategies = {StrategySpec{name, name, strategy}}};
-  CollectiveResult res = run_collective_workload(sc, sc.strategies[0], p.nodes);
+  Strategy st;
+  st.name = st.label = p.strategy;
+  if (p.strategy == "ps") {
+    st.options = PsOptions{p.placement, PsMode::Sync, 0, 8e6, false};
+  } else {
+    AllreduceOptions a;
+    if (p.collective == CollectiveKind::Broadcast)
+      a.algorithm = Algorithm::Broadcast;
+    else
+      allreduce_algorithm(p.strategy, a.algorithm);
+    st.options = a;
+  }
+  CollectiveResult res = run_collective_workload(replay_cluster(fit, p, cls),
+                                                 CollectiveWorkload{p.collective, m.bytes}, st, p.nodes);
   out.replayed = true;
   out.predicted_s = res.time_s;
   return out;

@@ -1,5 +1,5 @@
 #pragma once
-// Replays a measured kernel case in the simulator with a fitted model: an in-memory scenario with an inline
+// Replays a measured kernel case in the simulator with a fitted model: a cluster built in code, an inline
 // star of one-GPU nodes whose links are too fast and too short to matter (so alpha and beta come from the fit
 // alone), the fitted link class of the measurement as the star's comm model, and the strategy matching the
 // kernel:
@@ -26,8 +26,5 @@ struct ReplayResult {
 };
 
 ReplayResult replay_measurement(const Measurement& m, const FitResult& fit);
-
-// The scenario text the replay runs (for tests and for people who want to run it by hand).
-std::string replay_scenario_yaml(const Measurement& m, const FitResult& fit);
 
 }  // namespace ddlsim

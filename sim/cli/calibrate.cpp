@@ -20,6 +20,7 @@
 #include "sim/calib/readers.hpp"
 #include "sim/calib/replay.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/units.hpp"
 
@@ -293,7 +294,7 @@ int calibrate_command(const std::vector<std::string>& args) {
       throw InputError({"--scenario", 0, 0}, "",
                        "--scenario fits the compute efficiency to measured step times: give a CSV with "
                        "gpus,step_time_s or gpus,throughput_samples_per_s");
-    compute = fit_compute_efficiency(scenario, a.sets, a.option("strategy"), steps);
+    compute = fit_compute_efficiency(load_scenario(scenario, a.sets), a.option("strategy"), steps);
     compute_rows = compute_report(*compute, scenario);
   }
   std::string out_path = a.option("out");

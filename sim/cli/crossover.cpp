@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "sim/cli/commands.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
-#include "sim/io/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/training.hpp"
 
@@ -27,11 +27,11 @@ needs k >= p servers to come within p/(p−1) of ring and only its fewer latenci
 )";
 
 // Collective time or training step time of one strategy at one node count.
-double strategy_time(const Scenario& sc, const StrategySpec& st, int64_t nodes) {
-  if (sc.collective) return run_collective_workload(sc, st, nodes).time_s;
+double strategy_time(const Scenario& sc, const Strategy& st, int64_t nodes) {
+  if (sc.collective) return run_collective_workload(sc.cluster, *sc.collective, st, nodes).time_s;
   Scenario one = sc;
   one.strategies = {st};
-  one.reference_gpus = sc.cluster.gpus_per_node() * nodes;  // no separate reference run needed
+  one.reference_gpus = sc.cluster.gpus_per_node * nodes;  // no separate reference run needed
   return run_training(one, {nodes}, TrainingOptions{})[0].step_time_s;
 }
 
@@ -55,11 +55,11 @@ int crossover_command(const std::vector<std::string>& args) {
   if (ps < 0 || other < 0)
     throw InputError({sc.file, 0, 0}, "strategies", "crossover needs a ps strategy and one other strategy");
   std::vector<int64_t> counts =
-      a.option("nodes").empty() ? sc.cluster.node_counts() : parse_count_list(a.option("nodes"), "--nodes");
+      a.option("nodes").empty() ? sc.cluster.node_counts : parse_count_list(a.option("nodes"), "--nodes");
   std::vector<int64_t> server_list;
   if (!a.option("servers").empty()) server_list = parse_count_list(a.option("servers"), "--servers");
-  const StrategySpec& ring = sc.strategies[other];
-  const StrategySpec& ps_spec = sc.strategies[ps];
+  const Strategy& ring = sc.strategies[other];
+  const Strategy& ps_spec = sc.strategies[ps];
 
   Report report;
   report.scenario_name = sc.name;
@@ -68,7 +68,7 @@ int crossover_command(const std::vector<std::string>& args) {
   int64_t overtakes = -1;
   bool ps_was_faster = false;
   for (int64_t n : counts) {
-    int64_t gpus = n * sc.cluster.gpus_per_node();
+    int64_t gpus = n * sc.cluster.gpus_per_node;
     double t_ring = strategy_time(sc, ring, n), t_ps = strategy_time(sc, ps_spec, n);
     std::vector<int64_t> ks = server_list;
     if (ks.empty())
@@ -77,11 +77,11 @@ int crossover_command(const std::vector<std::string>& args) {
     double best = std::numeric_limits<double>::infinity();
     int64_t best_k = 0;
     for (int64_t k : ks) {
-      // The same PS strategy with k servers: reload with an override so every check applies.
-      std::vector<std::string> sets = a.sets;
-      sets.push_back(fmt::format("strategies.{}.servers={}", ps, k));
-      Scenario with_k = load_scenario(path, sets);
-      double t = strategy_time(with_k, with_k.strategies[ps], n);
+      // The same PS strategy with k servers.
+      if (k > 65536) throw InputError({"--servers", 0, 0}, "", "servers must be between 1 and 65536");
+      Strategy with_k = ps_spec;
+      std::get<PsOptions>(with_k.options).placement.servers = static_cast<uint32_t>(k);
+      double t = strategy_time(sc, with_k, n);
       if (t < best) best = t, best_k = k;
       if (t <= t_ring) {
         match = k;

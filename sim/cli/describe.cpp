@@ -4,7 +4,7 @@
 #include <map>
 
 #include "sim/cli/commands.hpp"
-#include "sim/io/scenario.hpp"
+#include "sim/config/cluster.hpp"
 #include "sim/net/cluster.hpp"
 
 namespace ddlsim::cli {
@@ -22,12 +22,11 @@ int describe_command(const std::vector<std::string>& args) {
   YamlNode doc = YamlNode::load_file(a.positional[0]);
   for (const std::string& s : a.sets) doc.apply_override(s);
   YamlNode cluster_node = doc.has("cluster") ? doc["cluster"] : doc;
-  std::vector<std::string> sets;
-  ClusterSpec spec =
-      doc.has("cluster")
-          ? ClusterSpec(cluster_node)
-          : ClusterSpec(YamlNode::load_string(fmt::format("topology: {}", a.positional[0]), "describe"));
-  int64_t nodes = a.option("nodes").empty() ? (spec.get("nodes") ? spec.node_counts().front() : 2)
+  ClusterConfig spec = parse_cluster(
+      doc.has("cluster") ? cluster_node
+                         : YamlNode::load_string(fmt::format("topology: {}", a.positional[0]), "describe"),
+      false);
+  int64_t nodes = a.option("nodes").empty() ? (spec.node_counts.empty() ? 2 : spec.node_counts.front())
                                             : std::stoll(a.option("nodes"));
   Cluster c = build_cluster(spec, nodes);
   std::map<std::string, std::pair<int, double>> by_class;

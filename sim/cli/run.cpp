@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/training.hpp"
 
@@ -48,16 +48,17 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
   EngineOptions opts;
   opts.fast_collectives = !a.has_flag("no-fast");
   bool stats = a.has_flag("stats");
-  std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts();
+  std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
   if (sc.collective) {
-    report.title = fmt::format("{}: {} of {} on {}", sc.name, sc.collective_kind,
-                               format_bytes(Bytes{sc.bytes}), sc.cluster.name());
-    for (const StrategySpec& st : sc.strategies)
+    report.title = fmt::format("{}: {} of {} on {}", sc.name, collective_name(sc.collective->kind),
+                               format_bytes(Bytes{sc.collective->bytes}), sc.cluster.name);
+    for (const Strategy& st : sc.strategies)
       for (int64_t n : counts)
-        report.results.push_back(collective_record(run_collective_workload(sc, st, n, opts), stats));
+        report.results.push_back(
+            collective_record(run_collective_workload(sc.cluster, *sc.collective, st, n, opts), stats));
   } else {
     TrainingOptions topts;
     topts.engine = opts;

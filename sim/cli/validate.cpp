@@ -8,9 +8,9 @@
 #include <set>
 
 #include "sim/cli/commands.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/csv.hpp"
-#include "sim/io/scenario.hpp"
 #include "sim/train/training.hpp"
 
 namespace ddlsim::cli {
@@ -113,7 +113,9 @@ int validate_command(const std::vector<std::string>& args) {
   if (sc.collective)
     throw InputError({sc.file, 0, 0}, "workload",
                      "validate needs a training workload (model, batch_per_gpu, ...)");
-  WorkloadSummary ws = summarize_workload(sc);
+  struct {
+    std::string model, loader;
+  } ws{sc.training.model.name, loader_name(sc.training.loader.kind)};
   CsvTable csv = read_csv(measured);
   size_t c_model = csv.column("model"), c_fw = csv.column("framework"), c_loader = csv.column("loader"),
          c_gpus = csv.column("gpus"), c_q = csv.column("quantity"), c_v = csv.column("value");
@@ -122,7 +124,7 @@ int validate_command(const std::vector<std::string>& args) {
     return it == csv.header.end() ? SIZE_MAX : static_cast<size_t>(it - csv.header.begin());
   };
   size_t c_series = optional_column("series"), c_cite = optional_column("citation");
-  int gpn = sc.cluster.gpus_per_node();
+  int gpn = sc.cluster.gpus_per_node;
   std::vector<Row> rows;
   std::set<int64_t> node_counts;
   int skipped = 0;

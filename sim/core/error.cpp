@@ -22,4 +22,8 @@ InputError::InputError(const SourceLocation& where, const std::string& key_path,
       key_path_(key_path),
       message_(message) {}
 
+void Where::fail(const std::string& message) const {
+  throw InputError(location, path, message);
+}
+
 }  // namespace ddlsim

@@ -11,6 +11,14 @@ struct SourceLocation {
   int column = 0;
 };
 
+// A parsed value's origin (file:line:col and key path), kept in the typed configuration so that a check made
+// after parsing (against a node count, say) still names where the value came from.
+struct Where {
+  SourceLocation location;
+  std::string path;
+  [[noreturn]] void fail(const std::string& message) const;
+};
+
 class InputError : public std::runtime_error {
  public:
   InputError(const SourceLocation& where, const std::string& key_path, const std::string& message);

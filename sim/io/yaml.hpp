@@ -56,6 +56,7 @@ class YamlNode {
   const std::string& file() const;
   const std::string& path() const { return path_; }
   SourceLocation location() const;
+  Where where() const { return {location(), path_}; }
   [[noreturn]] void fail(const std::string& message) const;
   // Runs `parse` and turns a ValueError it throws into an InputError at this node.
   template <class F>

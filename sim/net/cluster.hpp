@@ -6,30 +6,35 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/yaml.hpp"
+#include "sim/core/error.hpp"
 #include "sim/net/comm_model.hpp"
+#include "sim/net/fabric.hpp"
+#include "sim/net/gpu.hpp"
 #include "sim/net/topology.hpp"
-#include "sim/train/gpu.hpp"
 
 namespace ddlsim {
 
-// The cluster section of a scenario, possibly backed by a topology file whose keys it overrides.
-class ClusterSpec {
- public:
-  // `cluster` is the scenario's cluster map; a `topology:` key names topologies/<name>.yaml or a path.
-  explicit ClusterSpec(const YamlNode& cluster);
-  // A key of the scenario's map, else of its topology's.
-  std::optional<YamlNode> get(const std::string& key) const;
-  std::optional<YamlNode> topology_get(const std::string& key) const;  // the topology's alone
-  YamlNode require(const std::string& key) const;
-  std::string name() const;
-  std::vector<int64_t> node_counts() const;  // `nodes`: a number or a list (a sweep)
-  int gpus_per_node() const;
-  const YamlNode& scenario_node() const { return cluster_; }
+enum class GpuLinkKind : uint8_t { NvlinkMesh, NvSwitch, InfinityFabric, Pcie };
 
- private:
-  YamlNode cluster_;
-  std::optional<YamlNode> topology_;
+// A node's interior: GPUs, NICs (GPU i uses NIC i * nics / gpus), the GPU-to-GPU link and PCIe.
+struct NodeInterior {
+  int gpus = 1, nics = 1;
+  GpuLinkKind gpu_link_kind = GpuLinkKind::Pcie;
+  LinkSpec gpu_link;  // unused for pcie
+  LinkSpec pcie;
+};
+
+// The cluster section of a scenario (its keys over its topology file's), as the configuration layer parsed
+// it.
+struct ClusterConfig {
+  std::string name = "inline";
+  std::vector<int64_t> node_counts;  // `nodes`: a number or a list (a sweep); empty for a topology alone
+  Where nodes_where;
+  int gpus_per_node = 1;
+  GpuSpec gpu;
+  CommModel comm;
+  std::optional<NodeInterior> node;  // none: every GPU is its own host on the fabric
+  FabricConfig network;
 };
 
 struct Cluster {
@@ -49,8 +54,9 @@ struct ServerHosts {
   std::optional<LinkSpec> link;  // default: the workers' host link
 };
 
-// Throws InputError naming the key for anything wrong, including a fabric that cannot connect every endpoint.
-Cluster build_cluster(const ClusterSpec& spec, int64_t nodes, const ServerHosts& servers = {});
+// Throws InputError naming the key for anything the node count contradicts, including a fabric that cannot
+// connect every endpoint.
+Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHosts& servers = {});
 
 // What one inter-node message of `bytes` costs on this cluster: its overhead α (s) and the rate one flow
 // reaches (bytes/s): the route bottleneck from the first GPU of node 0 to that of node 1 times the
@@ -59,13 +65,5 @@ struct MessageCost {
   double alpha = 0, rate = 0;
 };
 MessageCost inter_node_cost(const Cluster& c, double bytes);
-
-// Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel, on top of
-// `base` (a topology's comm under a scenario's).
-CommModel parse_comm_model(const YamlNode& comm, const CommModel& base = {});
-// One class's range list (`intra:` or `inter:`): sorted, every range but the last with max_bytes.
-CommClass parse_comm_ranges(const YamlNode& list);
-// `reduce:` list: [{max_bytes, bandwidth_gpu, bandwidth_cpu}, ...], by operand size, the last unbounded.
-std::vector<ReduceRange> parse_reduce_ranges(const YamlNode& list);
 
 }  // namespace ddlsim

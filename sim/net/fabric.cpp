@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <optional>
 #include <queue>
@@ -14,42 +13,14 @@ namespace {
 
 // Guards against typos (routers_per_group: 100000) that would build billions of cables and exhaust memory.
 constexpr double kMaxCables = 1 << 23;
-constexpr int64_t kMaxCount = 1 << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-LinkSpec parse_link(const YamlNode& n) {
-  if (!n.is_map()) n.fail("expected a map like {bandwidth: 200Gb/s, latency: 130ns}");
-  n.expect_keys({"bandwidth", "latency"});
-  return LinkSpec{n["bandwidth"].as_rate(), n["latency"].as_time()};
-}
-
-std::optional<double> parse_number(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-// "2", 2.5 or "2:1" → hosts per uplink.
-double parse_ratio(const YamlNode& n) {
-  std::string s = n.as_string();
-  size_t colon = s.find(':');
-  std::optional<double> num = parse_number(std::string_view(s).substr(0, colon));
-  std::optional<double> den =
-      colon == std::string::npos ? 1.0 : parse_number(std::string_view(s).substr(colon + 1));
-  if (!num || !den || *num <= 0 || *den <= 0)
-    n.fail(fmt::format("expected a ratio like 2 or \"2:1\", got \"{}\"", s));
-  return *num / *den;
-}
-
 class FabricBuilder {
  public:
-  FabricBuilder(Topology& topo, const YamlNode& network, const std::vector<VertexId>& endpoints)
+  FabricBuilder(Topology& topo, const FabricConfig& network, const std::vector<VertexId>& endpoints)
       : topo_(topo),
         net_(network),
         endpoints_(endpoints),
@@ -65,7 +36,7 @@ class FabricBuilder {
   void dragonfly();
   void dragonfly_plus();
 
-  int64_t count(const char* key, std::optional<int64_t> def = std::nullopt) const;
+  int64_t count(const char* key, int64_t def = 0) const;
   int64_t at_least(const char* key, int64_t needed, const char* what) const;
   int64_t leaf_uplinks(int64_t hosts_per_leaf) const;
   LinkSpec link_or_host(const char* key) const;
@@ -79,7 +50,7 @@ class FabricBuilder {
   void check_connected() const;
 
   Topology& topo_;
-  const YamlNode& net_;
+  const FabricConfig& net_;
   const std::vector<VertexId>& endpoints_;
   int64_t n_;
   LinkSpec host_{};
@@ -88,97 +59,61 @@ class FabricBuilder {
 };
 
 void FabricBuilder::build() {
-  if (!net_.is_map()) net_.fail("expected a map like {kind: star, link: {bandwidth: 200Gb/s, latency: 1us}}");
-  struct Kind {
-    const char* name;
-    std::vector<std::string> keys;
-    void (FabricBuilder::*build)();
-  };
-  const std::vector<Kind> kinds = {
-      {"star", {}, &FabricBuilder::star},
-      {"ring", {"hosts_per_switch", "switches", "switch_link"}, &FabricBuilder::ring},
-      {"fat-tree",
-       {"levels", "hosts_per_leaf", "leaf_uplinks", "oversubscription", "uplink", "leaves_per_pod",
-        "agg_uplinks"},
-       &FabricBuilder::fat_tree},
-      {"dragonfly",
-       {"groups", "routers_per_group", "hosts_per_router", "global_links_per_router", "local_link",
-        "global_link"},
-       &FabricBuilder::dragonfly},
-      {"dragonfly-plus",
-       {"groups", "leaves_per_group", "spines_per_group", "hosts_per_leaf", "global_links_per_spine",
-        "local_link", "global_link"},
-       &FabricBuilder::dragonfly_plus},
-  };
-  YamlNode kind_node = net_["kind"];
-  std::string name = kind_node.as_string();
-  if (name == "dragonfly+") name = "dragonfly-plus";
-  auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return name == k.name; });
-  if (kind == kinds.end()) {
-    std::vector<std::string> names;
-    for (const Kind& k : kinds) names.push_back(k.name);
-    std::string hint = did_you_mean(name, names);
-    kind_node.fail(fmt::format("unknown network kind \"{}\"{}; kinds: {}", name,
-                               hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint),
-                               fmt::join(names, ", ")));
+  host_ = net_.link;
+  switch (net_.kind) {
+    case FabricKind::Star:
+      star();
+      break;
+    case FabricKind::Ring:
+      ring();
+      break;
+    case FabricKind::FatTree:
+      fat_tree();
+      break;
+    case FabricKind::Dragonfly:
+      dragonfly();
+      break;
+    case FabricKind::DragonflyPlus:
+      dragonfly_plus();
+      break;
   }
-  // Unknown keys first, so a misspelt key is reported as such rather than as a missing one.
-  std::vector<std::string> allowed = kind->keys;
-  allowed.insert(allowed.end(), {"kind", "link"});
-  net_.expect_keys(allowed);
-  host_ = parse_link(net_["link"]);
-  (this->*(kind->build))();
   check_connected();
 }
 
-int64_t FabricBuilder::count(const char* key, std::optional<int64_t> def) const {
-  std::optional<YamlNode> node = net_.get(key);
-  if (!node && def) return *def;
-  YamlNode n = node ? *node : net_[key];  // operator[] throws for a missing required key
-  int64_t v = n.as_int();
-  if (v < 1 || v > kMaxCount)
-    n.fail(fmt::format("expected a positive integer up to {}, got {}", kMaxCount, v));
-  return v;
+// A count the configuration layer checked (required ones are present), or `def` when absent.
+int64_t FabricBuilder::count(const char* key, int64_t def) const {
+  return net_.count(key).value_or(def);
 }
 
 // An optional size that defaults to what the endpoints need and may not be smaller.
 int64_t FabricBuilder::at_least(const char* key, int64_t needed, const char* what) const {
-  std::optional<YamlNode> node = net_.get(key);
-  if (!node) return needed;
-  int64_t v = count(key);
-  if (v < needed) node->fail(fmt::format("{} endpoints need at least {} {}", n_, needed, what));
-  return v;
+  std::optional<int64_t> v = net_.count(key);
+  if (!v) return needed;
+  if (*v < needed) net_.where.at(key).fail(fmt::format("{} endpoints need at least {} {}", n_, needed, what));
+  return *v;
 }
 
 int64_t FabricBuilder::leaf_uplinks(int64_t hosts_per_leaf) const {
-  std::optional<YamlNode> uplinks = net_.get("leaf_uplinks");
-  std::optional<YamlNode> ratio = net_.get("oversubscription");
-  if (uplinks && ratio) ratio->fail("give either leaf_uplinks or oversubscription, not both");
-  if (uplinks) return count("leaf_uplinks");
-  if (!ratio) return hosts_per_leaf;  // 1:1, non-blocking
-  double exact = static_cast<double>(hosts_per_leaf) / parse_ratio(*ratio);
-  int64_t rounded = std::llround(exact);
-  if (rounded < 1 || std::abs(exact - static_cast<double>(rounded)) > 1e-9 * exact)
-    ratio->fail(fmt::format("hosts_per_leaf ({}) / oversubscription ({}) is not a whole number of uplinks",
-                            hosts_per_leaf, ratio->as_string()));
-  return rounded;
+  if (auto uplinks = net_.count("leaf_uplinks")) return *uplinks;
+  return net_.uplinks_from_ratio.value_or(hosts_per_leaf);  // default 1:1, non-blocking
 }
 
 LinkSpec FabricBuilder::link_or_host(const char* key) const {
-  std::optional<YamlNode> node = net_.get(key);
-  return node ? parse_link(*node) : host_;
+  auto it = net_.links.find(key);
+  return it != net_.links.end() ? it->second : host_;
 }
 
 void FabricBuilder::check_size(double cables) const {
   if (cables > kMaxCables)
-    net_.fail(fmt::format("this fabric would have {:.3g} switch cables; more than {} looks like a mistake",
-                          cables, kMaxCables));
+    net_.self.fail(
+        fmt::format("this fabric would have {:.3g} switch cables; more than {} looks like a mistake", cables,
+                    kMaxCables));
 }
 
 void FabricBuilder::check_global_ports(int64_t groups, int64_t owners, int64_t per_owner, const char* key,
                                        const char* owner_name) const {
   if (groups < 2 || owners * per_owner >= groups - 1) return;
-  net_[key].fail(fmt::format(
+  net_.where.at(key).fail(fmt::format(
       "{} groups need at least {} global cables per group to reach each other, but {} {} x {} links = {}; "
       "use at least {}",
       groups, groups - 1, owners, owner_name, per_owner, owners * per_owner, ceil_div(groups - 1, owners)));
@@ -235,8 +170,8 @@ void FabricBuilder::check_connected() const {
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     VertexId sw = endpoint_switch_[i];
     if (sw == kNoVertex || !seen[sw])
-      net_.fail(fmt::format("the fabric does not connect {} to {}", topo_.vertex(endpoints_[0]).name,
-                            topo_.vertex(endpoints_[i]).name));
+      net_.self.fail(fmt::format("the fabric does not connect {} to {}", topo_.vertex(endpoints_[0]).name,
+                                 topo_.vertex(endpoints_[i]).name));
   }
 }
 
@@ -260,11 +195,7 @@ void FabricBuilder::ring() {
 }
 
 void FabricBuilder::fat_tree() {
-  int64_t levels = net_.get_int("levels", 2);
-  if (levels != 2 && levels != 3) net_["levels"].fail(fmt::format("expected 2 or 3, got {}", levels));
-  if (levels == 2)
-    for (const char* key : {"leaves_per_pod", "agg_uplinks"})
-      if (std::optional<YamlNode> k = net_.get(key)) k->fail("only used with levels: 3");
+  int64_t levels = count("levels", 2);
   int64_t hosts = count("hosts_per_leaf");
   int64_t uplinks = leaf_uplinks(hosts);
   LinkSpec uplink = link_or_host("uplink");
@@ -366,7 +297,13 @@ void FabricBuilder::dragonfly_plus() {
 
 }  // namespace
 
-void build_fabric(Topology& topo, const YamlNode& network, const std::vector<VertexId>& endpoints) {
+std::optional<int64_t> FabricConfig::count(const std::string& key) const {
+  auto it = counts.find(key);
+  if (it == counts.end()) return std::nullopt;
+  return it->second;
+}
+
+void build_fabric(Topology& topo, const FabricConfig& network, const std::vector<VertexId>& endpoints) {
   FabricBuilder(topo, network, endpoints).build();
 }
 

@@ -4,105 +4,97 @@
 
 namespace ddlsim {
 
-double bus_factor(const std::string& collective, int64_t p) {
+const char* collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::Allreduce:
+      return "allreduce";
+    case CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::AllGather:
+      return "all-gather";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+  }
+  return "?";
+}
+
+double bus_factor(CollectiveKind collective, int64_t p) {
   if (p <= 1) return 0;
   double pd = static_cast<double>(p);
-  if (collective == "allreduce") return 2 * (pd - 1) / pd;
-  if (collective == "reduce-scatter" || collective == "all-gather") return (pd - 1) / pd;
+  if (collective == CollectiveKind::Allreduce) return 2 * (pd - 1) / pd;
+  if (collective == CollectiveKind::ReduceScatter || collective == CollectiveKind::AllGather)
+    return (pd - 1) / pd;
   return 1;  // broadcast
 }
 
-Algorithm collective_algorithm(const std::string& collective, const StrategySpec& s) {
-  const std::string& n = s.name;
-  if (collective == "allreduce") {
-    Algorithm a;
-    if (allreduce_algorithm(n, a)) return a;
-    if (n == "ps") return Algorithm::ParameterServer;
-  } else if (collective == "reduce-scatter" && n == "ring") {
-    return Algorithm::ReduceScatter;
-  } else if (collective == "all-gather" && n == "ring") {
-    return Algorithm::AllGather;
-  } else if (collective == "broadcast" && n == "tree") {
-    return Algorithm::Broadcast;
+Strategy configure_collective_strategy(CollectiveKind collective, const std::string& n,
+                                       const std::string& label, const OptionReader& o) {
+  Strategy s;
+  s.name = n;
+  s.label = label.empty() ? n : label;
+  s.where = o.where("");
+  AllreduceOptions a;
+  bool fits = false;
+  if (collective == CollectiveKind::Allreduce) {
+    if (n == "ps") {
+      if (!o.name_only()) o.expect_keys({"name", "label", "servers", "placement", "link"});
+      s.options = PsOptions{parse_server_placement(o), PsMode::Sync, 0, 8e6, false};
+      return s;
+    }
+    fits = allreduce_algorithm(n, a.algorithm);
+  } else if (collective == CollectiveKind::ReduceScatter && n == "ring") {
+    a.algorithm = Algorithm::ReduceScatter, fits = true;
+  } else if (collective == CollectiveKind::AllGather && n == "ring") {
+    a.algorithm = Algorithm::AllGather, fits = true;
+  } else if (collective == CollectiveKind::Broadcast && n == "tree") {
+    a.algorithm = Algorithm::Broadcast, fits = true;
   }
-  YamlNode where = s.node.is_scalar() ? s.node : s.node["name"];
-  where.fail(
-      fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, double-tree, direct, "
-                  "hierarchical, ps; "
-                  "reduce-scatter/all-gather: ring; broadcast: tree)",
-                  n, collective));
-}
-
-Algorithm parse_inter_node(const YamlNode& v) {
-  Algorithm a;
-  if (v.as_string() == "auto") return Algorithm::Auto;
-  if (allreduce_algorithm(v.as_string(), a) && a != Algorithm::Direct && a != Algorithm::Hierarchical)
-    return a;
-  v.fail("inter_node must be ring, rhd, tree, double-tree or auto");
-}
-
-ServerPlacement parse_server_placement(const YamlNode& n) {
-  ServerPlacement sp;
-  if (n.is_scalar()) return sp;
-  if (auto k = n.get("servers")) {
-    int64_t v = k->as_int();
-    if (v < 1 || v > 65536) k->fail("servers must be between 1 and 65536");
-    sp.servers = static_cast<uint32_t>(v);
-  }
-  if (auto pl = n.get("placement")) {
-    std::string v = pl->as_string();
-    if (v != "dedicated" && v != "colocated") pl->fail("placement must be dedicated or colocated");
-    sp.dedicated = v == "dedicated";
-  }
-  if (auto l = n.get("link")) {
-    if (!sp.dedicated)
-      l->fail("link is the cable of a dedicated server; a colocated server uses its node's NIC");
-    l->expect_keys({"bandwidth", "latency"});
-    sp.link = LinkSpec{(*l)["bandwidth"].as_rate(), l->has("latency") ? (*l)["latency"].as_time() : Time()};
-  }
-  return sp;
-}
-
-void price_inter_node(CollectiveShape& shape, const Cluster& cluster) {
-  if (shape.algorithm != Algorithm::Hierarchical || shape.inter_node != Algorithm::Auto) return;
-  MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
-  shape.alpha = cost.alpha;
-  shape.rate = cost.rate;
-}
-
-CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec& st, int64_t nodes,
-                                         EngineOptions options) {
-  Algorithm algo = collective_algorithm(sc.collective_kind, st);
-  if (!st.node.is_scalar()) {
-    if (algo == Algorithm::ParameterServer)
-      st.node.expect_keys({"name", "label", "servers", "placement", "link"});
-    else if (algo == Algorithm::Hierarchical)
-      st.node.expect_keys({"name", "label", "inter_node"});
+  if (!fits)
+    o.fail(o.name_only() ? "" : "name",
+           fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, double-tree, direct, "
+                       "hierarchical, ps; "
+                       "reduce-scatter/all-gather: ring; broadcast: tree)",
+                       n, collective_name(collective)));
+  if (!o.name_only()) {
+    if (a.algorithm == Algorithm::Hierarchical)
+      o.expect_keys({"name", "label", "inter_node"});
     else
-      st.node.expect_keys({"name", "label"});
+      o.expect_keys({"name", "label"});
+    if (o.has("inter_node")) a.inter_node = parse_inter_node(o, "inter_node");
   }
-  Algorithm inter_node = Algorithm::Ring;
-  if (auto i = st.node.is_scalar() ? std::nullopt : st.node.get("inter_node"))
-    inter_node = parse_inter_node(*i);
-  ServerPlacement ps{0, false, {}};  // no servers
-  if (algo == Algorithm::ParameterServer) ps = parse_server_placement(st.node);
-  Cluster cluster = build_cluster(sc.cluster, nodes, ps.hosts());
+  s.options = a;
+  return s;
+}
+
+CollectiveResult run_collective_workload(const ClusterConfig& config, const CollectiveWorkload& workload,
+                                         const Strategy& st, int64_t nodes, EngineOptions options) {
+  const PsOptions* ps = std::get_if<PsOptions>(&st.options);
+  const AllreduceOptions* ar = std::get_if<AllreduceOptions>(&st.options);
+  Algorithm algo = ps ? Algorithm::ParameterServer : ar->algorithm;
+  ServerPlacement placement{0, false, {}};  // no servers
+  if (ps) placement = ps->placement;
+  Cluster cluster = build_cluster(config, nodes, placement.hosts());
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
-  CollectiveShape shape{algo,       p,        static_cast<uint32_t>(cluster.gpus_per_node),
-                        ps.servers, sc.bytes, inter_node};
+  CollectiveShape shape{algo,
+                        p,
+                        static_cast<uint32_t>(cluster.gpus_per_node),
+                        placement.servers,
+                        workload.bytes,
+                        ar ? ar->inter_node : Algorithm::Ring};
   price_inter_node(shape, cluster);
   CollectiveTask task;
   try {
     task.plan = make_plan(shape);
   } catch (const std::invalid_argument& e) {
-    st.node.fail(e.what());
+    st.where.fail(e.what());
   }
   task.members = cluster.gpus;
-  if (algo == Algorithm::ParameterServer) {
+  if (ps) {
     task.first_server = p;
     task.reduce_on_cpu_for_servers = true;
-    for (uint32_t j = 0; j < ps.servers; ++j)
-      task.members.push_back(ps.dedicated ? cluster.servers[j] : cluster.cpus[j % cluster.cpus.size()]);
+    for (uint32_t j = 0; j < placement.servers; ++j)
+      task.members.push_back(placement.dedicated ? cluster.servers[j]
+                                                 : cluster.cpus[j % cluster.cpus.size()]);
   }
   task.isolated = true;
   TaskGraph graph;
@@ -114,12 +106,18 @@ CollectiveResult run_collective_workload(const Scenario& sc, const StrategySpec&
   r.strategy = st.label;
   r.gpus = p;
   r.nodes = nodes;
-  r.bytes = sc.bytes;
+  r.bytes = workload.bytes;
   r.time_s = t.seconds();
-  r.algbw = r.time_s > 0 ? sc.bytes / r.time_s : 0;
-  r.busbw = r.algbw * bus_factor(sc.collective_kind, p);
+  r.algbw = r.time_s > 0 ? workload.bytes / r.time_s : 0;
+  r.busbw = r.algbw * bus_factor(workload.kind, p);
   r.stats = engine.stats();
   return r;
+}
+
+CollectiveResult run_collective_workload(const Scenario& sc, const Strategy& st, int64_t nodes,
+                                         EngineOptions options) {
+  if (!sc.collective) throw std::logic_error("run_collective_workload: not a collective scenario");
+  return run_collective_workload(sc.cluster, *sc.collective, st, nodes, options);
 }
 
 }  // namespace ddlsim

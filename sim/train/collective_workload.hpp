@@ -3,10 +3,10 @@
 // microbenchmark workload, reported with nccl-tests' algbw and busbw.
 #include <string>
 
-#include "sim/io/scenario.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/collective.hpp"
 #include "sim/train/engine.hpp"
+#include "sim/train/scenario.hpp"
 
 namespace ddlsim {
 
@@ -21,32 +21,21 @@ struct CollectiveResult {
 };
 
 // nccl-tests bus-bandwidth factor for a collective kind on p ranks.
-double bus_factor(const std::string& collective, int64_t p);
+double bus_factor(CollectiveKind collective, int64_t p);
 
-// Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError for bad strategy
-// options.
-CollectiveResult run_collective_workload(const Scenario& scenario, const StrategySpec& strategy,
-                                         int64_t nodes, EngineOptions options = {});
+// Reads a strategy of a collective workload: its name must run the collective (allreduce: ring, rhd, tree,
+// double-tree, direct, hierarchical, ps; reduce-scatter/all-gather: ring; broadcast: tree), with
+// inter_node for hierarchical and servers/placement/link for ps.
+Strategy configure_collective_strategy(CollectiveKind collective, const std::string& name,
+                                       const std::string& label, const OptionReader& options);
 
-// Strategy name to algorithm for a collective kind; fails at the strategy's node when they do not fit.
-Algorithm collective_algorithm(const std::string& collective, const StrategySpec& strategy);
+// Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError (at the strategy)
+// when the plan does not fit the cluster.
+CollectiveResult run_collective_workload(const ClusterConfig& cluster, const CollectiveWorkload& workload,
+                                         const Strategy& strategy, int64_t nodes, EngineOptions options = {});
 
-// A strategy's `inter_node` key (the allreduce a hierarchical plan runs between nodes): ring, rhd, tree,
-// double-tree or auto.
-Algorithm parse_inter_node(const YamlNode& value);
-
-// Where a parameter-server strategy's servers run: its `servers`, `placement` and `link` keys (defaults for a
-// strategy given by name alone). `link` with colocated servers is an error: they use their node's NIC.
-struct ServerPlacement {
-  uint32_t servers = 1;
-  bool dedicated = true;
-  std::optional<LinkSpec> link;
-  ServerHosts hosts() const { return dedicated ? ServerHosts{servers, link} : ServerHosts{}; }
-};
-ServerPlacement parse_server_placement(const YamlNode& strategy);
-
-// A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
-// cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
-void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
+// The same for a scenario with a collective workload.
+CollectiveResult run_collective_workload(const Scenario& scenario, const Strategy& strategy, int64_t nodes,
+                                         EngineOptions options = {});
 
 }  // namespace ddlsim

@@ -1,9 +1,8 @@
 #pragma once
-// A model description (models/*.yaml): an architecture builder or a plain layer list, plus its dataset.
+// A model: its layer table (from an architecture builder or a plain list) and its dataset.
 #include <string>
 #include <vector>
 
-#include "sim/io/yaml.hpp"
 #include "sim/train/model_zoo.hpp"
 
 namespace ddlsim {
@@ -14,8 +13,5 @@ struct Model {
   double bytes_per_sample = 0;    // input size read by the loader
   double dataset_samples = 0;
 };
-
-// `node` is a model name (models/<name>.yaml), a path, or an inline map.
-Model load_model(const YamlNode& node);
 
 }  // namespace ddlsim

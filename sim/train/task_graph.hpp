@@ -15,6 +15,7 @@
 namespace ddlsim {
 
 using TaskId = uint32_t;
+constexpr TaskId kNoTask = UINT32_MAX;
 constexpr uint32_t kNoResource = UINT32_MAX;
 
 enum class TaskKind : uint8_t { Compute, Delay, Transfer, Collective };

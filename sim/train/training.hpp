@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "sim/io/output.hpp"
-#include "sim/io/scenario.hpp"
 #include "sim/train/engine.hpp"
+#include "sim/train/scenario.hpp"
 
 namespace ddlsim {
 
@@ -40,12 +40,6 @@ struct TrainingResult {
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
   EngineStats stats;
 };
-
-// The model name and loader kind of a training scenario (validates the workload section).
-struct WorkloadSummary {
-  std::string model, loader;
-};
-WorkloadSummary summarize_workload(const Scenario& scenario);
 
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                                          const TrainingOptions& options);

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {
@@ -287,13 +287,13 @@ TEST(ClosedForm, BusFactor) {
   // allreduce 2(p−1)/p; reduce-scatter and all-gather (p−1)/p; broadcast 1; a single rank moves nothing: 0.
   for (int64_t p : {2, 3, 8, 16, 1024}) {
     double pd = static_cast<double>(p);
-    EXPECT_DOUBLE_EQ(bus_factor("allreduce", p), 2 * (pd - 1) / pd);
-    EXPECT_DOUBLE_EQ(bus_factor("reduce-scatter", p), (pd - 1) / pd);
-    EXPECT_DOUBLE_EQ(bus_factor("all-gather", p), (pd - 1) / pd);
-    EXPECT_DOUBLE_EQ(bus_factor("broadcast", p), 1.0);
+    EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::Allreduce, p), 2 * (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::ReduceScatter, p), (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::AllGather, p), (pd - 1) / pd);
+    EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::Broadcast, p), 1.0);
   }
-  EXPECT_EQ(bus_factor("allreduce", 1), 0.0);
-  EXPECT_EQ(bus_factor("allreduce", 2), 1.0);
+  EXPECT_EQ(bus_factor(CollectiveKind::Allreduce, 1), 0.0);
+  EXPECT_EQ(bus_factor(CollectiveKind::Allreduce, 2), 1.0);
 }
 
 TEST(ClosedForm, ShippedScenarioMatches) {

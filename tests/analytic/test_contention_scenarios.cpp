@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 
 using namespace ddlsim;
@@ -15,8 +15,8 @@ namespace {
 std::map<std::string, double> times(const std::string& file, const std::vector<std::string>& sets = {}) {
   Scenario sc = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/" + file, sets);
   std::map<std::string, double> out;
-  for (const StrategySpec& st : sc.strategies)
-    out[st.label] = run_collective_workload(sc, st, sc.cluster.node_counts()[0]).time_s;
+  for (const Strategy& st : sc.strategies)
+    out[st.label] = run_collective_workload(sc, st, sc.cluster.node_counts[0]).time_s;
   return out;
 }
 

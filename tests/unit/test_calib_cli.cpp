@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/calib/calibration.hpp"
+#include "sim/config/cluster.hpp"
 #include "sim/io/csv.hpp"
 #include "sim/io/yaml.hpp"
 #include "tests/support/cli.hpp"

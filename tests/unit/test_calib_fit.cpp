@@ -17,8 +17,9 @@
 #include "sim/calib/calibration.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/calib/replay.hpp"
+#include "sim/config/cluster.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
-#include "sim/io/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {
@@ -46,18 +47,7 @@ double simulate(const std::string& collective, const std::string& strategy, int6
       "workload: {{collective: {}, bytes: {}B}}\n"
       "strategies: [{}]\n",
       nodes, link_GBps, p.alpha_us, p.bandwidth_GBps, reduce_GBps, reduce_GBps, collective, bytes, strategy);
-  YamlNode root = YamlNode::load_string(text, "synthetic.yaml");
-  YamlNode st = root["strategies"].elements().at(0);
-  std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
-  Scenario sc{.file = "synthetic.yaml",
-              .name = "synthetic",
-              .root = root,
-              .cluster = ClusterSpec(root["cluster"]),
-              .workload = root["workload"],
-              .collective = true,
-              .collective_kind = collective,
-              .bytes = bytes,
-              .strategies = {StrategySpec{name, name, st}}};
+  Scenario sc = parse_scenario(YamlNode::load_string(text, "synthetic.yaml"));
   return run_collective_workload(sc, sc.strategies[0], nodes).time_s;
 }
 

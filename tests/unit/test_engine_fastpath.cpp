@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/collective.hpp"
 #include "sim/train/collective_workload.hpp"
 
@@ -122,8 +122,8 @@ struct Outcome {
 
 Outcome run_both(const Case& c) {
   Scenario sc = scenario_from(yaml_of(c));
-  const StrategySpec& st = sc.strategies.at(0);
-  int64_t nodes = sc.cluster.node_counts().at(0);
+  const Strategy& st = sc.strategies.at(0);
+  int64_t nodes = sc.cluster.node_counts.at(0);
   return {run_collective_workload(sc, st, nodes, EngineOptions{true}),
           run_collective_workload(sc, st, nodes, EngineOptions{false})};
 }

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "sim/config/cluster.hpp"
 #include "sim/net/fabric.hpp"
 
 namespace ddlsim {
@@ -24,7 +25,7 @@ struct Fabric {
       endpoints.push_back(v);
     }
     YamlNode doc = YamlNode::load_string("network: " + network, "test.yaml");
-    build_fabric(topo, doc["network"], endpoints);
+    build_fabric(topo, parse_fabric(doc["network"]), endpoints);
   }
 
   size_t switches() const {

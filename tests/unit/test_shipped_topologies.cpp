@@ -9,7 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "sim/io/scenario.hpp"
+#include "sim/config/cluster.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 
 using namespace ddlsim;
@@ -83,7 +84,7 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
                                 "/topologies/juwels-booster.yaml, nodes: 1, comm: {bandwidth_intra: "
                                 "12GB/s}}\n",
                             "layered.yaml");
-  Cluster c = build_cluster(ClusterSpec(root["cluster"]), 1);
+  Cluster c = build_cluster(parse_cluster(root["cluster"], false), 1);
   ASSERT_EQ(c.comm.intra.ranges.size(), 1u);
   EXPECT_EQ(c.comm.intra.ranges[0].alpha, Time::us(2));
   EXPECT_EQ(c.comm.intra.ranges[0].bandwidth, 12e9);
@@ -97,7 +98,7 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
 TEST(ShippedTopologies, RelativeTopologyPathFallsBackToTheSourceTree) {
   YamlNode root = YamlNode::load_string("cluster: {topology: topologies/juwels-booster.yaml, nodes: 1}\n",
                                         "/nonexistent/dir/scenario.yaml");
-  Cluster c = build_cluster(ClusterSpec(root["cluster"]), 1);
+  Cluster c = build_cluster(parse_cluster(root["cluster"], false), 1);
   EXPECT_EQ(c.name, "juwels-booster");
   EXPECT_EQ(c.gpus.size(), 4u);
 }

@@ -1,4 +1,4 @@
-#include "sim/train/gpu.hpp"
+#include "sim/net/gpu.hpp"
 
 #include <fmt/format.h>
 
@@ -51,41 +51,6 @@ const char* precision_name(Precision p) {
       return "bf16";
   }
   return "?";
-}
-
-Precision parse_precision(const YamlNode& node) {
-  std::string s = node.as_string();
-  if (s == "fp32") return Precision::Fp32;
-  if (s == "tf32") return Precision::Tf32;
-  if (s == "fp16" || s == "amp") return Precision::Fp16;
-  if (s == "bf16") return Precision::Bf16;
-  node.fail(fmt::format("unknown precision \"{}\" (fp32, tf32, fp16, bf16)", s));
-}
-
-GpuSpec parse_gpu(const YamlNode& node) {
-  if (node.is_scalar()) {
-    std::string name = node.as_string();
-    std::vector<std::string> names;
-    for (const GpuSpec& g : known_gpus()) {
-      if (g.name == name) return g;
-      names.push_back(g.name);
-    }
-    std::string hint = did_you_mean(name, names);
-    node.fail(fmt::format("unknown GPU \"{}\"{}", name,
-                          hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
-  }
-  node.expect_keys({"name", "peak", "memory", "memory_bandwidth"});
-  GpuSpec g;
-  g.name = node.get_string("name", "custom");
-  YamlNode peak = node["peak"];
-  peak.expect_keys({"fp32", "tf32", "fp16", "bf16"});
-  g.fp32 = peak["fp32"].as_flop_rate().value;
-  g.tf32 = peak.has("tf32") ? peak["tf32"].as_flop_rate().value : g.fp32;
-  g.fp16 = peak.has("fp16") ? peak["fp16"].as_flop_rate().value : g.fp32;
-  g.bf16 = peak.has("bf16") ? peak["bf16"].as_flop_rate().value : g.fp16;
-  if (auto m = node.get("memory")) g.memory = m->as_bytes().value;
-  if (auto m = node.get("memory_bandwidth")) g.memory_bandwidth = m->as_rate().value;
-  return g;
 }
 
 }  // namespace ddlsim

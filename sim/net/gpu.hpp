@@ -3,12 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/io/yaml.hpp"
+#include <cstdint>
 
 namespace ddlsim {
 
 enum class Precision : uint8_t { Fp32, Tf32, Fp16, Bf16 };
-Precision parse_precision(const YamlNode& node);
 const char* precision_name(Precision p);
 
 struct GpuSpec {
@@ -20,7 +19,5 @@ struct GpuSpec {
 };
 
 const std::vector<GpuSpec>& known_gpus();
-// A name from known_gpus() or an inline map {name, peak: {fp32: .., fp16: ..}, memory: ..}.
-GpuSpec parse_gpu(const YamlNode& node);
 
 }  // namespace ddlsim

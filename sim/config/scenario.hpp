@@ -1,0 +1,23 @@
+#pragma once
+// The typed configuration layer's entry point: a scenario file plus `--set` overrides, parsed once (with
+// source locations) into a Scenario of plain structs. Every range check on scenario input lives here.
+#include <string>
+#include <vector>
+
+#include "sim/io/yaml.hpp"
+#include "sim/train/scenario.hpp"
+
+namespace ddlsim {
+
+// Loads and validates; `overrides` are dotted.key=value assignments applied before validation.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
+// The same from an already loaded document (`root` names its file).
+Scenario parse_scenario(const YamlNode& root);
+
+// A training workload map (model, batch, loader, compute, jitter, steps, ...); `root` is the scenario root
+// (steps and warmup_steps may sit there).
+Workload parse_workload(const YamlNode& workload, const YamlNode& root);
+// `node` is a model name (models/<name>.yaml), a path, or an inline map.
+Model load_model(const YamlNode& node);
+
+}  // namespace ddlsim

@@ -1,0 +1,35 @@
+#pragma once
+// The options of one configuration entry (a strategy's map, say) as the typed configuration layer hands them
+// to the code that owns them: typed reads that name file:line:col and key path on error, without that code
+// knowing the file format.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/error.hpp"
+#include "sim/core/units.hpp"
+
+namespace ddlsim {
+
+class OptionReader {
+ public:
+  virtual ~OptionReader() = default;
+  // Whether the entry was given by name alone (`- ring`) rather than as a map: it has no options then.
+  virtual bool name_only() const = 0;
+  virtual bool has(const std::string& key) const = 0;
+  // Throws InputError for any key not in `allowed`, with a "did you mean" suggestion.
+  virtual void expect_keys(const std::vector<std::string>& allowed) const = 0;
+  virtual Where where(const std::string& key) const = 0;  // "" names the entry itself
+  virtual std::string text(const std::string& key) const = 0;
+  virtual int64_t integer(const std::string& key) const = 0;
+  virtual bool boolean(const std::string& key) const = 0;
+  virtual Bytes bytes(const std::string& key) const = 0;
+  virtual Time time(const std::string& key) const = 0;
+  virtual Rate rate(const std::string& key) const = 0;
+  virtual std::unique_ptr<OptionReader> child(const std::string& key) const = 0;  // a nested map
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    where(key).fail(message);
+  }
+};
+
+}  // namespace ddlsim

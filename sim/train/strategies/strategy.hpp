@@ -1,0 +1,150 @@
+#pragma once
+// Gradient-synchronisation strategies: their typed options, the step builders that turn one training step's
+// gradients into tasks, and the registry from a strategy's name to both. A new strategy is one file in this
+// folder (options, configure, builder) plus one line in registry.cpp.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/core/error.hpp"
+#include "sim/core/options.hpp"
+#include "sim/net/cluster.hpp"
+#include "sim/train/collective.hpp"
+#include "sim/train/task_graph.hpp"
+#include "sim/train/workload.hpp"
+
+namespace ddlsim {
+
+// Allreduce after backward, bucket by bucket (DDP, Horovod, or a flat algorithm).
+struct AllreduceOptions {
+  Algorithm algorithm = Algorithm::Ring;
+  Algorithm inter_node = Algorithm::Ring;  // hierarchical: the allreduce between nodes
+  double bucket = 0, first_bucket = 0;     // bytes; 0: one bucket after backward
+  bool overlap = true;
+  double cycle_time = 0;  // Horovod: background thread period (s)
+  bool negotiation = false;
+};
+
+// ZeRO stages 1 and 2: reduce-scatter of gradients, a sharded update, all-gather of parameters.
+struct ZeroOptions {
+  int stage = 2;
+  double bucket_elements = 5e8;  // DeepSpeed reduce_bucket_size default, in gradient elements
+  double bucket = 0;             // bytes, when given (replaces bucket_elements)
+};
+
+// Where a parameter-server strategy's servers run: its `servers`, `placement` and `link` keys. `link` with
+// colocated servers is an error: they use their node's NIC.
+struct ServerPlacement {
+  uint32_t servers = 1;
+  bool dedicated = true;
+  std::optional<LinkSpec> link;
+  ServerHosts hosts() const { return dedicated ? ServerHosts{servers, link} : ServerHosts{}; }
+};
+// Reads `servers`, `placement` and `link` (shared by training and collective workloads).
+ServerPlacement parse_server_placement(const OptionReader& options);
+
+enum class PsMode : uint8_t { Sync, Async, Ssp };
+
+struct PsOptions {
+  ServerPlacement placement;
+  PsMode mode = PsMode::Sync;
+  int staleness = 0;  // ssp: a worker may run this many steps ahead of the slowest
+  double chunk = 8e6;
+  bool shard_by_layer = false;
+};
+
+struct Strategy {
+  std::string name;   // the registry name: ddp, horovod, zero, ps, ring, ...
+  std::string label;  // name unless the scenario gives `label`
+  Where where;        // the strategy's entry, for errors found later
+  std::variant<AllreduceOptions, ZeroOptions, PsOptions> options;
+  bool is_ps() const { return std::holds_alternative<PsOptions>(options); }
+  ServerHosts server_hosts() const;  // dedicated PS hosts the cluster must add
+};
+
+// A strategy's inter_node option (the allreduce a hierarchical plan runs between nodes): ring, rhd, tree,
+// double-tree or auto.
+Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
+
+// A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
+// cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
+void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
+
+// Gradients of one bucket: backward covers layers last..first (reverse order).
+struct Bucket {
+  size_t first_layer, last_layer;
+  double bytes;
+};
+// Layers in reverse order, cut whenever a bucket reaches `cap` bytes (the first one at `first_cap`).
+std::vector<Bucket> make_buckets(const Workload& wl, double cap, double first_cap);
+
+// What a step builder gets from the training graph builder: the graph, the cluster and workload, the
+// backward tasks that fill each bucket, and helpers for collectives and updates.
+class StepContext {
+ public:
+  StepContext(TaskGraph& g, const Workload& wl, const Cluster& c) : graph(g), workload(wl), cluster(c) {}
+  TaskGraph& graph;
+  const Workload& workload;
+  const Cluster& cluster;
+  uint32_t workers = 0;
+  double params = 0;            // parameters of the model
+  std::vector<uint32_t> gpu;    // GPU resource per worker
+  int step = 0;                 // the step being built
+  std::vector<Bucket> buckets;  // the step builder's buckets, in backward order
+  // [worker][bucket]: the backward task after which the bucket's gradients are ready.
+  std::vector<std::vector<TaskId>> backward;
+  // [worker]: in, the previous step's end (the initial broadcast for the first); out, this step's end.
+  std::vector<TaskId> step_end;
+  // One isolated collective of all workers, launched per worker by `launch`; plans are cached per shape.
+  TaskId collective(Algorithm a, double bytes, const char* label, std::vector<TaskId> launch,
+                    Algorithm inter_node = Algorithm::Ring);
+  // Seconds of an SGD-momentum update of `fraction` of the parameters on a GPU.
+  double update_time(double fraction) const;
+
+ private:
+  std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
+};
+
+class StepBuilder {
+ public:
+  virtual ~StepBuilder() = default;
+  virtual std::vector<Bucket> buckets(const Workload& wl) const = 0;
+  // A task the forward pass of `step` must wait for (bounded staleness), or kNoTask.
+  virtual TaskId forward_gate(int /*step*/) const { return kNoTask; }
+  virtual void build_step(StepContext& ctx) = 0;
+  // Whether the strategy's communication runs as collective kernels (their busy share is reported), rather
+  // than as host transfers.
+  virtual bool collective_kernels() const { return true; }
+};
+
+struct StrategyEntry {
+  const char* name;
+  std::vector<std::string> keys;  // options besides name and label
+  // Sets the strategy's defaults and reads its options (the keys were checked against `keys`).
+  void (*configure)(Strategy& strategy, const OptionReader& options);
+  std::unique_ptr<StepBuilder> (*builder)(const Strategy& strategy);
+};
+
+// Every training strategy, by name (registry.cpp).
+const std::vector<StrategyEntry>& strategy_registry();
+const StrategyEntry* find_strategy_entry(const std::string& name);
+std::string strategy_names();  // "ddp, horovod, ..." for messages
+
+// Reads a training strategy: its name picks the entry, whose keys and configure take the options.
+Strategy configure_strategy(const std::string& name, const std::string& label, const OptionReader& options);
+
+// The entries' functions, one file each.
+void configure_ddp(Strategy& s, const OptionReader& o);
+void configure_horovod(Strategy& s, const OptionReader& o);
+void configure_flat_allreduce(Strategy& s, const OptionReader& o);
+std::unique_ptr<StepBuilder> allreduce_builder(const Strategy& s);
+void configure_zero(Strategy& s, const OptionReader& o);
+std::unique_ptr<StepBuilder> zero_builder(const Strategy& s);
+void configure_ps(Strategy& s, const OptionReader& o);
+std::unique_ptr<StepBuilder> ps_builder(const Strategy& s);
+
+}  // namespace ddlsim
