@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <limits>
 
+#include "sim/core/data_dir.hpp"
+
 namespace ddlsim {
 
 namespace {
 
-// topologies/<name>.yaml next to the scenario's repo (source dir), in the working directory, or a path.
+// A path, or topologies/<name>.yaml in the working directory, next to the scenario's folder or under a data
+// root (data_roots(): $DDLSIM_DATA, the installed share/ddlsim, the build tree's).
 std::string find_topology_file(const YamlNode& node) {
   std::string name = node.as_string();
   namespace fs = std::filesystem;
@@ -21,10 +24,11 @@ std::string find_topology_file(const YamlNode& node) {
     fs::path scenario_dir = fs::path(node.file()).parent_path();
     candidates.push_back(fs::path("topologies") / (name + ".yaml"));
     candidates.push_back(scenario_dir / ".." / "topologies" / (name + ".yaml"));
-    candidates.push_back(fs::path(DDLSIM_SOURCE_DIR) / "topologies" / (name + ".yaml"));
+    for (const fs::path& root : data_roots()) candidates.push_back(root / "topologies" / (name + ".yaml"));
   } else {
     candidates.push_back(fs::path(node.file()).parent_path() / name);
-    if (fs::path(name).is_relative()) candidates.push_back(fs::path(DDLSIM_SOURCE_DIR) / name);
+    if (fs::path(name).is_relative())
+      for (const fs::path& root : data_roots()) candidates.push_back(root / name);
   }
   std::vector<std::string> tried;
   for (const fs::path& p : candidates) {
@@ -35,13 +39,14 @@ std::string find_topology_file(const YamlNode& node) {
   node.fail(fmt::format("no topology \"{}\" (looked for {})", name, fmt::join(tried, ", ")));
 }
 
-// A calibration file (written by `ddlsim calibrate --out`): a path as given, or relative to the file naming
-// it.
+// A calibration file (written by `ddlsim calibrate --out`): a path as given, relative to the file naming it,
+// or relative to a data root (`scenarios/calibration/...`).
 std::string find_calibration_file(const YamlNode& node) {
   namespace fs = std::filesystem;
   std::string name = node.as_string();
-  for (const fs::path& p :
-       {fs::path(name), fs::path(node.file()).parent_path() / name, fs::path(DDLSIM_SOURCE_DIR) / name})
+  std::vector<fs::path> candidates = {fs::path(name), fs::path(node.file()).parent_path() / name};
+  for (const fs::path& root : data_roots()) candidates.push_back(root / name);
+  for (const fs::path& p : candidates)
     if (fs::is_regular_file(p)) return p.lexically_normal().string();
   node.fail(fmt::format("no calibration file \"{}\"", name));
 }

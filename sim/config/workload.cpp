@@ -3,6 +3,7 @@
 
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/core/data_dir.hpp"
 
 namespace ddlsim {
 
@@ -100,8 +101,8 @@ Model load_model(const YamlNode& node) {
   std::string name = node.as_string();
   std::vector<fs::path> candidates = {
       fs::path(name), fs::path("models") / (name + ".yaml"),
-      fs::path(node.file()).parent_path() / ".." / "models" / (name + ".yaml"),
-      fs::path(DDLSIM_SOURCE_DIR) / "models" / (name + ".yaml")};
+      fs::path(node.file()).parent_path() / ".." / "models" / (name + ".yaml")};
+  for (const fs::path& root : data_roots()) candidates.push_back(root / "models" / (name + ".yaml"));
   for (const fs::path& p : candidates)
     if (fs::is_regular_file(p)) return parse_model(YamlNode::load_file(p.lexically_normal().string()));
   node.fail(fmt::format("no model \"{}\" (looked for models/{}.yaml)", name, name));

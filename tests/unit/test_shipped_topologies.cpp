@@ -94,8 +94,8 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
 }
 
 // A topology given as a relative path with its extension is found from any working directory: next to the
-// scenario, then in the source tree (as names without an extension are).
-TEST(ShippedTopologies, RelativeTopologyPathFallsBackToTheSourceTree) {
+// scenario, then under the data roots (as names without an extension are).
+TEST(ShippedTopologies, RelativeTopologyPathFallsBackToTheDataRoots) {
   YamlNode root = YamlNode::load_string("cluster: {topology: topologies/juwels-booster.yaml, nodes: 1}\n",
                                         "/nonexistent/dir/scenario.yaml");
   Cluster c = build_cluster(parse_cluster(root["cluster"], false), 1);

@@ -1,0 +1,22 @@
+#include "sim/core/data_dir.hpp"
+
+#include <cstdlib>
+#include <system_error>
+
+namespace ddlsim {
+
+std::vector<std::filesystem::path> data_roots() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> roots;
+  if (const char* env = std::getenv("DDLSIM_DATA"); env && *env) roots.emplace_back(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.has_parent_path()) {
+    fs::path dir = exe.parent_path();
+    roots.push_back(dir.parent_path() / "share" / "ddlsim");
+    roots.push_back(dir / "share" / "ddlsim");
+  }
+  return roots;
+}
+
+}  // namespace ddlsim
