@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
@@ -60,6 +61,8 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     topts.engine = opts;
     topts.trace_file = a.str("trace");
     topts.jobs = jobs_option(a);
+    ProgressBar bar(sc.name);
+    topts.progress = bar.callback();
     report = run_training_report(sc, counts, topts, stats);
   }
   write_report(std::cout, a.format, report);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/csv.hpp"
 #include "sim/io/scenario.hpp"
@@ -166,7 +167,12 @@ int validate_command(const std::vector<std::string>& args) {
   topts.engine.fast_collectives = !a.has("no-fast");
   topts.jobs = jobs_option(a);
   std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
-  std::vector<TrainingResult> results = run_training(sc, counts, topts);
+  std::vector<TrainingResult> results;
+  {
+    ProgressBar bar(sc.name);
+    topts.progress = bar.callback();
+    results = run_training(sc, counts, topts);
+  }
 
   Report report;
   report.scenario_name = sc.name;

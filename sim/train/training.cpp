@@ -756,7 +756,8 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].nodes > jobs[b].nodes; });
   std::mutex yaml;
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, finished{0};
+  std::mutex progress;  // opts.progress is called one at a time
   auto worker = [&] {
     for (size_t k; (k = next++) < jobs.size();) {
       Job& j = jobs[order[k]];
@@ -764,6 +765,10 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
         j.result = simulate(sc, wl, *j.spec, j.nodes, opts, j.trace, yaml, j.gpu_limit);
       } catch (...) {
         j.error = std::current_exception();
+      }
+      if (opts.progress) {
+        std::lock_guard<std::mutex> lock(progress);
+        opts.progress(++finished, jobs.size());
       }
     }
   };
