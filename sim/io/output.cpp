@@ -139,18 +139,19 @@ ColumnFormat column_format(const std::string& key, const std::vector<const Field
       c.decimals = 3;
       break;
     case Show::Time: {
+      // The largest unit in which the geometric middle of the column's range is at least 1, so that a column
+      // spanning decades stays readable at both ends (0.3 us .. 30 ms: us; 0.8 .. 13 h: h; 0.1 s: ms).
       struct Unit {
         const char* name;
         double seconds;
-        double from;  // used when the column's largest value reaches this many seconds
       };
-      constexpr Unit units[] = {{"d", 86400, 2 * 86400}, {"h", 3600, 2 * 3600}, {"min", 60, 120}, {"s", 1, 1},
-                                {"ms", 1e-3, 1e-3},      {"us", 1e-6, 1e-6},    {"ns", 1e-9, 0}};
-      largest *= c.rule->scale;
+      constexpr Unit units[] = {{"d", 86400}, {"h", 3600},  {"min", 60}, {"s", 1},
+                                {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
       smallest *= c.rule->scale;
+      double middle = std::sqrt(smallest * largest * c.rule->scale);
       const Unit* u = &units[std::size(units) - 1];
       for (const Unit& x : units)
-        if (largest >= x.from) {
+        if (middle >= x.seconds) {
           u = &x;
           break;
         }
