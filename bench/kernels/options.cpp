@@ -7,6 +7,9 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <boost/program_options.hpp>
+#include <sstream>
 
 namespace ddlsim::kernels {
 namespace {
@@ -61,17 +64,6 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
     if (at == std::string_view::npos) return parts;
     text.remove_prefix(at + 1);
   }
-}
-
-int parse_count(std::string_view option, std::string_view text, int minimum) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size()) {
-    throw UsageError(fmt::format("{}: \"{}\" is not an integer", option, text));
-  }
-  if (value < minimum)
-    throw UsageError(fmt::format("{}: must be at least {}, got {}", option, minimum, value));
-  return value;
 }
 
 std::size_t unit_factor(std::string_view unit) {
@@ -169,70 +161,75 @@ std::vector<Algorithm> parse_algorithms(std::string_view text) {
   return ordered;
 }
 
+namespace {
+
+namespace po = boost::program_options;
+
+// The options and their help, generated into usage_text(); values land in `options`.
+po::options_description describe(Options& options, std::string& sizes, std::string& algorithms) {
+  po::options_description d("Options", 100, 50);
+  d.add_options()  //
+      ("sizes", po::value(&sizes)->value_name("LIST"),
+       "per-rank buffer sizes: a power-of-two range FIRST..LAST and/or a comma list, units B KiB MiB GiB KB "
+       "MB "
+       "GB, multiples of 4 bytes (default 1KiB..16MiB)")  //
+      ("reps", po::value(&options.reps)->value_name("N")->default_value(options.reps),
+       "timed repetitions per size")  //
+      ("warmup", po::value(&options.warmup)->value_name("N")->default_value(options.warmup),
+       "untimed repetitions before them")  //
+      ("algorithms", po::value(&algorithms)->value_name("LIST"),
+       "comma list of ring,ps,ps-colocated,rhd,direct,mpi_allreduce,pingpong (default all)")  //
+      ("servers", po::value(&options.servers)->value_name("K")->default_value(options.servers),
+       "dedicated parameter servers for ps: the last K ranks")  //
+      ("out", po::value(&options.out_path)->value_name("FILE"),
+       "write all repetition times as JSON (rank 0); otherwise only the summary table")  //
+      ("inject-error", po::bool_switch(&options.inject_error),
+       "self-test: corrupt one result element, so the check must fail (exit 1)")  //
+      ("help,h", po::bool_switch(&options.help), "this text");
+  return d;
+}
+
+void at_least(const char* option, int value, int minimum) {
+  if (value < minimum)
+    throw UsageError(fmt::format("--{}: must be at least {}, got {}", option, minimum, value));
+}
+
+}  // namespace
+
 Options parse_options(const std::vector<std::string>& args) {
   Options options;
-  options.sizes_bytes = parse_sizes("1KiB..16MiB");
-  options.algorithms = all_algorithms();
-  const std::vector<std::string_view> known{"--sizes",   "--reps", "--warmup", "--algorithms",
-                                            "--servers", "--out",  "--help",   "--inject-error"};
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view option = args[i];
-    std::string inline_value;
-    bool has_inline_value = false;
-    if (const std::size_t equals = option.find('=');
-        option.starts_with("--") && equals != std::string_view::npos) {
-      inline_value = std::string(option.substr(equals + 1));
-      option = option.substr(0, equals);
-      has_inline_value = true;
-    }
-    const auto value = [&]() -> std::string {
-      if (has_inline_value) return inline_value;
-      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", option));
-      return args[++i];
-    };
-    if (option == "--help" || option == "-h") {
-      options.help = true;
-    } else if (option == "--inject-error") {
-      options.inject_error = true;
-    } else if (option == "--sizes") {
-      options.sizes_bytes = parse_sizes(value());
-    } else if (option == "--reps") {
-      options.reps = parse_count(option, value(), 1);
-    } else if (option == "--warmup") {
-      options.warmup = parse_count(option, value(), 0);
-    } else if (option == "--algorithms") {
-      options.algorithms = parse_algorithms(value());
-    } else if (option == "--servers") {
-      options.servers = parse_count(option, value(), 1);
-    } else if (option == "--out") {
-      options.out_path = value();
-      if (options.out_path.empty()) throw UsageError("--out needs a file name");
-    } else {
-      throw UsageError(
-          fmt::format("unknown option \"{}\"{}; see --help", option, did_you_mean(option, known)));
-    }
+  std::string sizes = "1KiB..16MiB", algorithms;
+  po::options_description d = describe(options, sizes, algorithms);
+  try {
+    po::variables_map vm;
+    auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(d).style(style).run(), vm);
+    po::notify(vm);
+    if (vm.count("out") && options.out_path.empty()) throw UsageError("--out needs a file name");
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> known;
+    for (const auto& option : d.options()) known.push_back("--" + option->long_name());
+    throw UsageError(fmt::format("{}{}; see --help", e.what(), did_you_mean(e.get_option_name(), known)));
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("{}; see --help", e.what()));
   }
+  at_least("reps", options.reps, 1);
+  at_least("warmup", options.warmup, 0);
+  at_least("servers", options.servers, 1);
+  options.sizes_bytes = parse_sizes(sizes);
+  options.algorithms = algorithms.empty() ? all_algorithms() : parse_algorithms(algorithms);
   return options;
 }
 
 std::string usage_text() {
-  return R"(Usage: mpirun -np P ddlsim-kernels [options]
-
-Hand-written MPI communication kernels, timed and checked, for calibrating ddlsim.
-
-Options:
-  --sizes LIST        per-rank buffer sizes: a power-of-two range FIRST..LAST and/or a comma list,
-                      units B KiB MiB GiB KB MB GB, multiples of 4 bytes (default 1KiB..16MiB)
-  --reps N            timed repetitions per size (default 5)
-  --warmup N          untimed repetitions before them (default 1)
-  --algorithms LIST   comma list of ring,ps,ps-colocated,rhd,direct,mpi_allreduce,pingpong (default all)
-  --servers K         dedicated parameter servers for ps: the last K ranks (default 1)
-  --out FILE          write all repetition times as JSON (rank 0); otherwise only the summary table
-  --inject-error      self-test: corrupt one result element, so the check must fail (exit 1)
-  --help              this text
-
-Exit status: 0 success, 1 a result did not check or a run-time failure, 2 bad usage.
-)";
+  Options defaults;
+  std::string sizes, algorithms;
+  std::ostringstream text;
+  text << "Usage: mpirun -np P ddlsim-kernels [options]\n\n"
+          "Hand-written MPI communication kernels, timed and checked, for calibrating ddlsim.\n\n"
+       << describe(defaults, sizes, algorithms)
+       << "\nExit status: 0 success, 1 a result did not check or a run-time failure, 2 bad usage.\n";
+  return text.str();
 }
 
 }  // namespace ddlsim::kernels

@@ -1,5 +1,6 @@
 #pragma once
-// Command-line options of ddlsim-kernels, parsed by hand (no MPI in here, so it stays testable).
+// Command-line options of ddlsim-kernels, parsed with Boost.Program_options (no MPI in here, so it stays
+// testable).
 
 #include <cstddef>
 #include <stdexcept>

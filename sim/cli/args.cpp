@@ -1,66 +1,61 @@
 #include <fmt/format.h>
-#include <algorithm>
+#include <cstdio>
+#include <iostream>
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
 
 namespace ddlsim::cli {
 
-bool CommonArgs::has_flag(const std::string& f) const {
-  return std::find(flags.begin(), flags.end(), f) != flags.end();
+namespace {
+constexpr unsigned kHelpWidth = 110;  // option lines in --help
 }
 
-std::string CommonArgs::option(const std::string& key, const std::string& def) const {
-  for (auto it = options.rbegin(); it != options.rend(); ++it)
-    if (it->first == key) return it->second;
-  return def;
-}
+CommandSpec::CommandSpec(std::string name_, std::string usage_, std::string description_)
+    : name(std::move(name_)),
+      usage(std::move(usage_)),
+      description(std::move(description_)),
+      options("options", kHelpWidth, kHelpWidth / 2) {}
 
-std::vector<std::string> CommonArgs::all(const std::string& key) const {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : options)
-    if (k == key) out.push_back(v);
-  return out;
-}
+std::optional<Args> parse_command(const std::vector<std::string>& args, const CommandSpec& spec) {
+  po::options_description visible = spec.options;
+  if (spec.common) {
+    visible.add_options()  //
+        ("set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE"),
+         "override a scenario key, e.g. --set cluster.nodes=8 (repeatable)")  //
+        ("format", po::value<std::string>()->value_name("table|csv|json")->default_value("table"),
+         "output format");
+  }
+  visible.add_options()("help,h", "show this help");
+  po::options_description all = visible;
+  all.add_options()("positional-file", po::value<std::vector<std::string>>(), "");
+  po::positional_options_description positional;
+  positional.add("positional-file", -1);
 
-CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<std::string>& value_options,
-                      const std::vector<std::string>& flag_options) {
-  CommonArgs a;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      a.help = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
-      a.positional.push_back(arg);
-      continue;
-    }
-    std::string key = arg.substr(2), value;
-    auto eq = key.find('=');
-    bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    bool takes_value = key == "set" || key == "format" ||
-                       std::find(value_options.begin(), value_options.end(), key) != value_options.end();
-    if (!takes_value) {
-      if (std::find(flag_options.begin(), flag_options.end(), key) == flag_options.end())
-        throw InputError({}, "", fmt::format("unknown option --{} (see --help)", key));
-      a.flags.push_back(key);
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= args.size()) throw InputError({}, "", fmt::format("option --{} needs a value", key));
-      value = args[++i];
-    }
-    if (key == "set")
-      a.sets.push_back(value);
-    else if (key == "format")
-      a.format = parse_format(value);
-    else
-      a.options.emplace_back(key, value);
+  Args a;
+  try {
+    auto style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(all).positional(positional).style(style).run(), a.vm);
+    po::notify(a.vm);
+  } catch (const po::error& e) {
+    throw InputError({}, "", fmt::format("{} (see ddlsim {} --help)", e.what(), spec.name));
+  }
+  if (a.has("help")) {
+    std::cout << "usage: ddlsim " << spec.name << " " << spec.usage << "\n\n"
+              << spec.description << "\n\n"
+              << visible;
+    return std::nullopt;
+  }
+  a.positional = a.get<std::vector<std::string>>("positional-file").value_or(std::vector<std::string>{});
+  if (a.positional.size() < spec.min_positional || a.positional.size() > spec.max_positional) {
+    std::string how = spec.min_positional == spec.max_positional
+                          ? fmt::format("exactly {}", spec.min_positional == 1 ? "one" : "two")
+                          : "at least one";
+    throw InputError({}, "", fmt::format("{} needs {} {} (see --help)", spec.name, how, spec.positional));
+  }
+  if (spec.common) {
+    a.sets = a.get<std::vector<std::string>>("set").value_or(std::vector<std::string>{});
+    a.format = parse_format(a.str("format"));
   }
   return a;
 }
@@ -85,13 +80,25 @@ std::vector<int64_t> parse_count_list(const std::string& list, const std::string
   return counts;
 }
 
-int jobs_option(const CommonArgs& a) {
-  std::string v = a.option("jobs");
-  if (v.empty()) return 0;
-  std::vector<int64_t> n = parse_count_list(v, "--jobs");
-  if (n.size() != 1 || n[0] > 4096)
-    throw InputError({"--jobs", 0, 0}, "", "--jobs takes one number, 1..4096");
-  return static_cast<int>(n[0]);
+std::optional<int64_t> count_option(const Args& a, const char* key, int64_t lo) {
+  std::optional<int64_t> v = a.get<int64_t>(key);
+  if (v && *v < lo)
+    throw InputError({fmt::format("--{}", key), 0, 0}, "",
+                     fmt::format("expected an integer >= {}, got {}", lo, *v));
+  return v;
+}
+
+void add_jobs_option(po::options_description& options) {
+  options.add_options()("jobs", po::value<int64_t>()->value_name("N"),
+                        "run up to N simulations at once (default: the CPUs this process may use, so a Slurm "
+                        "task or an mpirun rank keeps to the cores it was given)");
+}
+
+int jobs_option(const Args& a) {
+  std::optional<int64_t> n = a.get<int64_t>("jobs");
+  if (!n) return 0;
+  if (*n < 1 || *n > 4096) throw InputError({"--jobs", 0, 0}, "", "--jobs takes one number, 1..4096");
+  return static_cast<int>(*n);
 }
 
 }  // namespace ddlsim::cli

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -28,41 +27,6 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kCalibrateHelp =
-    R"(usage: ddlsim calibrate FILES... [--out FILE.yaml] [--breakpoint SIZES|none] [--check]
-                        [--fit-max-bytes SIZE] [--fit-max-ranks N] [--cores N]
-                        [--ranks N] [--ranks-per-node R] [--same-node] [--format table|csv|json]
-                        [--scenario S.yaml [--strategy LABEL] [--set key=value ...]]
-
-Fits the alpha-beta-gamma network model (per-message overhead, per-byte cost by message-size range, per-byte
-reduction cost; inside a node and across nodes) to measurements, and prints the parameters and the relative error
-of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests all_reduce_perf output, OSU
-osu_latency / osu_bw / osu_allreduce output, or a CSV of step times (gpus,step_time_s or
-gpus,throughput_samples_per_s[,batch_per_gpu]), which --scenario fits the compute efficiency to.
-
-  --out FILE          write the fitted comm: model (and compute: efficiency) as YAML (sim/calib/README.md)
-  --breakpoint SIZES  the largest message of each message-size range but the last, one or two (e.g. 64KiB or
-                      2KiB,4MiB); default: one to three ranges chosen from the measured sizes by the lowest
-                      Bayesian information criterion; none: one range per link class
-  --check             fit on a subset (--fit-max-bytes, default 4MiB; --fit-max-ranks, default 2), then replay
-                      every measured case in the simulator and report measured vs simulated, per case and in
-                      summary, held-out cases apart
-  --fit-max-bytes S   fit only measurements with a per-rank buffer up to S (default: all, or 4MiB with --check)
-  --fit-max-ranks N   fit only measurements with up to N ranks (default: all, or 2 with --check)
-  --fit-algorithms L  fit only these algorithms (comma list, e.g. pingpong,ring); the others are held out
-  --cores N           cores per node where the files were measured, to flag oversubscribed runs
-                      (default: this machine's, which assumes the files were measured here)
-  --ranks N, --ranks-per-node R
-                      placement of collective runs whose files do not record it (osu_allreduce; nccl-tests
-                      without "Using devices" lines)
-  --same-node         OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)
-  --scenario S.yaml   fit workload.compute.efficiency of this training scenario to the step-time CSV rows:
-                      the scenario runs at every measured GPU count (a part of a node as its reference) and
-                      the efficiency minimising the squared relative errors is printed (and written by --out)
-  --strategy LABEL    the scenario's strategy that ran (default: its first)
-  --set key=value     override a scenario key, as in ddlsim run
-)";
-
 constexpr double kExplained =
     0.25;  // median |relative error| up to which a group of cases counts as explained
 
@@ -82,19 +46,6 @@ double parse_size_option(const std::string& key, const std::string& text) {
   } catch (const ValueError& e) {
     throw InputError({"--" + key, 0, 0}, "", e.what());
   }
-}
-
-int64_t parse_count_option(const std::string& key, const std::string& text, int64_t lo) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || v < lo)
-    throw InputError({"--" + key, 0, 0}, "", fmt::format("expected an integer >= {}, got \"{}\"", lo, text));
-  return v;
 }
 
 std::string today_utc() {
@@ -225,23 +176,59 @@ void write_calibration(const std::string& path, const std::string& text) {
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args,
-                            {"out", "breakpoint", "fit-max-bytes", "fit-max-ranks", "fit-algorithms", "cores",
-                             "ranks", "ranks-per-node", "scenario", "strategy"},
-                            {"check", "same-node"});
-  if (a.help) {
-    std::fputs(kCalibrateHelp, stdout);
-    return 0;
-  }
-  if (a.positional.empty())
-    throw InputError({}, "", "calibrate needs at least one measurement file (see --help)");
-  const std::string scenario = a.option("scenario");
+  CommandSpec spec(
+      "calibrate", "FILES... [options]",
+      "Fits the alpha-beta-gamma network model (per-message overhead, per-byte cost by message-size range,\n"
+      "per-byte reduction cost; inside a node and across nodes) to measurements, and prints the parameters "
+      "and\n"
+      "the relative error of every measurement. FILES are read by content: ddlsim-kernels JSON, nccl-tests\n"
+      "all_reduce_perf output, OSU osu_latency / osu_bw / osu_allreduce output, or a CSV of step times\n"
+      "(gpus,step_time_s or gpus,throughput_samples_per_s[,batch_per_gpu]), which --scenario fits the "
+      "compute\n"
+      "efficiency to.");
+  spec.positional = "measurement file";
+  spec.max_positional = SIZE_MAX;
+  spec.options.add_options()  //
+      ("out", po::value<std::string>()->value_name("FILE.yaml"),
+       "write the fitted comm: model (and compute: efficiency) as YAML (sim/calib/README.md)")  //
+      ("breakpoint", po::value<std::string>()->value_name("SIZES|none"),
+       "the largest message of each message-size range but the last, one or two (e.g. 64KiB or 2KiB,4MiB); "
+       "default: one to three ranges chosen from the measured sizes by the lowest Bayesian information "
+       "criterion; none: one range per link class")  //
+      ("check",
+       "fit on a subset (--fit-max-bytes, default 4MiB; --fit-max-ranks, default 2), then replay every "
+       "measured case in the simulator and report measured vs simulated, per case and in summary, held-out "
+       "cases apart")  //
+      ("fit-max-bytes", po::value<std::string>()->value_name("SIZE"),
+       "fit only measurements with a per-rank buffer up to SIZE (default: all, or 4MiB with --check)")  //
+      ("fit-max-ranks", po::value<int64_t>()->value_name("N"),
+       "fit only measurements with up to N ranks (default: all, or 2 with --check)")  //
+      ("fit-algorithms", po::value<std::string>()->value_name("LIST"),
+       "fit only these algorithms (comma list, e.g. pingpong,ring); the others are held out")  //
+      ("cores", po::value<int64_t>()->value_name("N"),
+       "cores per node where the files were measured, to flag oversubscribed runs (default: this machine's, "
+       "which assumes the files were measured here)")  //
+      ("ranks", po::value<int64_t>()->value_name("N"),
+       "ranks of collective runs whose files do not record it (osu_allreduce; nccl-tests without \"Using "
+       "devices\" lines)")                                                                          //
+      ("ranks-per-node", po::value<int64_t>()->value_name("R"), "ranks per node of such runs")      //
+      ("same-node", "OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)")  //
+      ("scenario", po::value<std::string>()->value_name("S.yaml"),
+       "fit workload.compute.efficiency of this training scenario to the step-time CSV rows: the scenario "
+       "runs at every measured GPU count (a part of a node as its reference) and the efficiency minimising "
+       "the squared relative errors is printed (and written by --out); --set overrides its keys")  //
+      ("strategy", po::value<std::string>()->value_name("LABEL"),
+       "the scenario's strategy that ran (default: its first)");
+  std::optional<Args> parsed = parse_command(args, spec);
+  if (!parsed) return 0;
+  const Args& a = *parsed;
+  const std::string scenario = a.str("scenario");
   if (!a.sets.empty() && scenario.empty())
     throw InputError({"--set", 0, 0}, "", "--set applies to the --scenario of a compute-efficiency fit");
-  bool check = a.has_flag("check");
+  bool check = a.has("check");
 
   FitOptions fo;
-  if (auto b = a.option("breakpoint"); !b.empty()) {
+  if (auto b = a.str("breakpoint"); !b.empty()) {
     if (b == "none") {
       fo.single_range = true;
     } else {
@@ -256,22 +243,23 @@ int calibrate_command(const std::vector<std::string>& args) {
                                      kMaxRanges - 1));
     }
   }
-  std::string max_bytes = a.option("fit-max-bytes", check ? "4MiB" : "");
+  std::string max_bytes = a.str("fit-max-bytes", check ? "4MiB" : "");
   if (!max_bytes.empty()) fo.max_bytes = parse_size_option("fit-max-bytes", max_bytes);
-  std::string max_ranks = a.option("fit-max-ranks", check ? "2" : "");
-  if (!max_ranks.empty()) fo.max_ranks = parse_count_option("fit-max-ranks", max_ranks, 1);
-  if (auto list = a.option("fit-algorithms"); !list.empty()) {
+  if (auto n = count_option(a, "fit-max-ranks", 1))
+    fo.max_ranks = *n;
+  else if (check)
+    fo.max_ranks = 2;
+  if (auto list = a.str("fit-algorithms"); !list.empty()) {
     std::stringstream ss(list);
     for (std::string item; std::getline(ss, item, ',');) fo.algorithms.push_back(item);
   }
   int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
-  if (auto c = a.option("cores"); !c.empty()) cores = parse_count_option("cores", c, 1);
+  if (auto c = count_option(a, "cores", 1)) cores = *c;
 
   ReaderOptions ro;
-  ro.pt2pt_same_node = a.has_flag("same-node");
-  if (auto v = a.option("ranks"); !v.empty()) ro.ranks = parse_count_option("ranks", v, 1);
-  if (auto v = a.option("ranks-per-node"); !v.empty())
-    ro.ranks_per_node = parse_count_option("ranks-per-node", v, 1);
+  ro.pt2pt_same_node = a.has("same-node");
+  if (auto v = count_option(a, "ranks", 1)) ro.ranks = *v;
+  if (auto v = count_option(a, "ranks-per-node", 1)) ro.ranks_per_node = *v;
   std::vector<Measurement> ms;
   for (const std::string& f : a.positional) {
     std::vector<Measurement> part = read_measurements(f, ro);
@@ -294,10 +282,10 @@ int calibrate_command(const std::vector<std::string>& args) {
       throw InputError({"--scenario", 0, 0}, "",
                        "--scenario fits the compute efficiency to measured step times: give a CSV with "
                        "gpus,step_time_s or gpus,throughput_samples_per_s");
-    compute = fit_compute_efficiency(load_scenario(scenario, a.sets), a.option("strategy"), steps);
+    compute = fit_compute_efficiency(load_scenario(scenario, a.sets), a.str("strategy"), steps);
     compute_rows = compute_report(*compute, scenario);
   }
-  std::string out_path = a.option("out");
+  std::string out_path = a.str("out");
   if (!has_comm && compute) {
     if (!out_path.empty()) {
       write_calibration(out_path, compute_calibration_yaml(*compute, scenario, a.positional, today_utc()));
@@ -436,7 +424,7 @@ int calibrate_command(const std::vector<std::string>& args) {
     groups.notes.push_back(fmt::format("not explained: {}", join(unexplained)));
     for (const auto& [tag, text] : kCaveats)
       if (used_caveats.count(tag)) groups.notes.push_back(fmt::format("caveat {}: {}", tag, text));
-    if (cores > 0 && a.option("cores").empty())
+    if (cores > 0 && !a.has("cores"))
       groups.notes.push_back(
           fmt::format("oversubscription assumes the files were measured on this machine ({} cores); "
                       "set --cores otherwise",

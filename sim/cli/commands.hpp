@@ -1,6 +1,10 @@
 #pragma once
-// The CLI's subcommands. Each parses its own arguments and returns the exit status (0 ok, 1 runtime failure,
-// 2 bad input); user errors are thrown as InputError and turned into one line + status 2 by main.
+// The CLI's subcommands. Each declares its options with Boost.Program_options (its --help is generated from
+// them), parses them with parse_command and returns the exit status (0 ok, 1 runtime failure, 2 bad input);
+// user errors are thrown as InputError and turned into one line + status 2 by main.
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,27 +12,48 @@
 
 namespace ddlsim::cli {
 
-// Arguments common to every command.
-struct CommonArgs {
-  std::vector<std::string> positional;
-  std::vector<std::string> sets;  // --set dotted.key=value
-  Format format = Format::Table;
-  bool help = false;
-  std::vector<std::pair<std::string, std::string>> options;  // other --key value pairs, in order
-  std::vector<std::string> flags;                            // other --flag
-  bool has_flag(const std::string& f) const;
-  std::string option(const std::string& key, const std::string& def = "") const;
-  std::vector<std::string> all(const std::string& key) const;
+namespace po = boost::program_options;
+
+// What a command takes: its usage line, one paragraph about it, its own options (parse_command adds --help
+// and, unless `common` is false, --set and --format) and how many positional files.
+struct CommandSpec {
+  CommandSpec(std::string name, std::string usage, std::string description);
+  std::string name;         // "run"
+  std::string usage;        // "SCENARIO.yaml [options]"
+  std::string description;  // one paragraph, wrapped when printed
+  po::options_description options;
+  std::string positional = "scenario file";  // what the positional arguments are, for errors
+  size_t min_positional = 1, max_positional = 1;
+  bool common = true;
 };
 
-// `value_options` lists the options of this command that take a value; anything else unknown is an error.
-CommonArgs parse_args(const std::vector<std::string>& args, const std::vector<std::string>& value_options,
-                      const std::vector<std::string>& flag_options);
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::string> sets;  // --set dotted.key=value, in order
+  Format format = Format::Table;
+  po::variables_map vm;
+  bool has(const char* key) const { return vm.count(key) > 0; }
+  template <class T>
+  std::optional<T> get(const char* key) const {
+    if (!vm.count(key)) return std::nullopt;
+    return vm[key].as<T>();
+  }
+  std::string str(const char* key, const std::string& def = "") const {
+    return get<std::string>(key).value_or(def);
+  }
+};
+
+// Parses `args` against `spec`; on --help prints the generated help to stdout and returns nullopt. Bad usage
+// (unknown option, missing or malformed value, wrong number of files) is an InputError naming the option.
+std::optional<Args> parse_command(const std::vector<std::string>& args, const CommandSpec& spec);
 
 // "4,8,16" -> {4, 8, 16}; InputError naming `flag` for anything but positive whole numbers.
 std::vector<int64_t> parse_count_list(const std::string& list, const std::string& flag);
-// --jobs N (1..4096), or 0 when not given.
-int jobs_option(const CommonArgs& a);
+// --jobs N: adds the option; jobs_option gives N (1..4096), or 0 when not given.
+void add_jobs_option(po::options_description& options);
+int jobs_option(const Args& a);
+// An integer option that must be at least `lo`, or nullopt when not given.
+std::optional<int64_t> count_option(const Args& a, const char* key, int64_t lo);
 
 int run_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);

@@ -1,6 +1,5 @@
 // `ddlsim crossover`: where a parameter server and an allreduce strategy of the same scenario trade places.
 #include <fmt/format.h>
-#include <cstdio>
 #include <iostream>
 #include <limits>
 
@@ -14,18 +13,6 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kCrossoverHelp =
-    R"(usage: ddlsim crossover SCENARIO.yaml [--nodes 1,2,4,...] [--servers 1,2,4,...]
-                        [--set dotted.key=value ...] [--format table|csv|json]
-
-Compares the scenario's first parameter-server strategy (name: ps) with its first other strategy (ring, ddp, ...):
-at every node count (--nodes, default the scenario's cluster.nodes) it prints both times (collective time or step
-time), which is faster, and the fewest PS servers from --servers (default 1, 2, 4, ... up to twice the GPU count)
-whose time is at most the other strategy's. The notes say at which GPU count the other strategy overtakes PS.
-On a star with dedicated servers the bandwidth terms are PS 2·max(n/B, p·n/(k·B)) vs ring 2(p−1)/p·n/B, so PS
-needs k >= p servers to come within p/(p−1) of ring and only its fewer latencies (2 vs 2(p−1)) let it win.
-)";
-
 // Collective time or training step time of one strategy at one node count.
 double strategy_time(const Scenario& sc, const Strategy& st, int64_t nodes) {
   if (sc.collective) return run_collective_workload(sc.cluster, *sc.collective, st, nodes).time_s;
@@ -38,13 +25,25 @@ double strategy_time(const Scenario& sc, const Strategy& st, int64_t nodes) {
 }  // namespace
 
 int crossover_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"nodes", "servers"}, {});
-  if (a.help) {
-    std::fputs(kCrossoverHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1)
-    throw InputError({}, "", "crossover needs exactly one scenario file (see --help)");
+  CommandSpec spec("crossover", "SCENARIO.yaml [options]",
+                   "Compares the scenario's first parameter-server strategy (name: ps) with its first other "
+                   "strategy (ring,\n"
+                   "ddp, ...): at every node count it prints both times (collective time or step time), "
+                   "which is faster, and\n"
+                   "the fewest PS servers whose time is at most the other strategy's. The notes say at which "
+                   "GPU count the\n"
+                   "other strategy overtakes PS. On a star with dedicated servers the bandwidth terms are\n"
+                   "PS 2·max(n/B, p·n/(k·B)) vs ring 2(p−1)/p·n/B, so PS needs k >= p servers to come within "
+                   "p/(p−1) of ring\n"
+                   "and only its fewer latencies (2 vs 2(p−1)) let it win.");
+  spec.options.add_options()  //
+      ("nodes", po::value<std::string>()->value_name("N,N,..."),
+       "node counts (default: the scenario's cluster.nodes)")  //
+      ("servers", po::value<std::string>()->value_name("K,K,..."),
+       "PS server counts to try (default: 1, 2, 4, ... up to twice the GPU count)");
+  std::optional<Args> parsed = parse_command(args, spec);
+  if (!parsed) return 0;
+  const Args& a = *parsed;
   const std::string path = a.positional[0];
   Scenario sc = load_scenario(path, a.sets);
   int ps = -1, other = -1;
@@ -55,9 +54,9 @@ int crossover_command(const std::vector<std::string>& args) {
   if (ps < 0 || other < 0)
     throw InputError({sc.file, 0, 0}, "strategies", "crossover needs a ps strategy and one other strategy");
   std::vector<int64_t> counts =
-      a.option("nodes").empty() ? sc.cluster.node_counts : parse_count_list(a.option("nodes"), "--nodes");
+      a.has("nodes") ? parse_count_list(a.str("nodes"), "--nodes") : sc.cluster.node_counts;
   std::vector<int64_t> server_list;
-  if (!a.option("servers").empty()) server_list = parse_count_list(a.option("servers"), "--servers");
+  if (a.has("servers")) server_list = parse_count_list(a.str("servers"), "--servers");
   const Strategy& ring = sc.strategies[other];
   const Strategy& ps_spec = sc.strategies[ps];
 

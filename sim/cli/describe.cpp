@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -10,25 +9,31 @@
 namespace ddlsim::cli {
 
 int describe_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"nodes"}, {});
-  if (a.help || a.positional.size() != 1) {
-    std::fputs(
-        "usage: ddlsim describe SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set k=v]\n"
-        "Builds the cluster and prints its devices, links by class, the comm model (per-message overhead,\n"
-        "per-flow bound and efficiency by message size; reduction rates) and sample routes.\n",
-        a.help ? stdout : stderr);
-    return a.help ? 0 : 2;
-  }
+  CommandSpec spec(
+      "describe", "SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set KEY=VALUE ...]",
+      "Builds the cluster and prints its devices, links by class, the comm model (per-message overhead,\n"
+      "per-flow bound and efficiency by message size; reduction rates) and sample routes.");
+  spec.positional = "scenario or topology file";
+  spec.options.add_options()("nodes", po::value<int64_t>()->value_name("N"),
+                             "nodes to build (default: the first of cluster.nodes, else 2)");
+  spec.options.add_options()("set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE"),
+                             "override a key of the file, e.g. --set cluster.nodes=8 (repeatable)");
+  spec.common = false;  // prints text, no --format
+  std::optional<Args> parsed = parse_command(args, spec);
+  if (!parsed) return 0;
+  const Args& a = *parsed;
+  std::vector<std::string> overrides =
+      a.get<std::vector<std::string>>("set").value_or(std::vector<std::string>{});
   YamlNode doc = YamlNode::load_file(a.positional[0]);
-  for (const std::string& s : a.sets) doc.apply_override(s);
+  for (const std::string& s : overrides) doc.apply_override(s);
   YamlNode cluster_node = doc.has("cluster") ? doc["cluster"] : doc;
-  ClusterConfig spec = parse_cluster(
+  ClusterConfig cluster = parse_cluster(
       doc.has("cluster") ? cluster_node
                          : YamlNode::load_string(fmt::format("topology: {}", a.positional[0]), "describe"),
       false);
-  int64_t nodes = a.option("nodes").empty() ? (spec.node_counts.empty() ? 2 : spec.node_counts.front())
-                                            : std::stoll(a.option("nodes"));
-  Cluster c = build_cluster(spec, nodes);
+  int64_t nodes =
+      count_option(a, "nodes", 1).value_or(cluster.node_counts.empty() ? 2 : cluster.node_counts.front());
+  Cluster c = build_cluster(cluster, nodes);
   std::map<std::string, std::pair<int, double>> by_class;
   for (const DirectedLink& l : c.topo.links()) {
     auto& e = by_class[link_class_name(l.cls)];

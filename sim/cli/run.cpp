@@ -1,10 +1,11 @@
 #include <fmt/format.h>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/core/error.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/training.hpp"
 
@@ -12,19 +13,16 @@ namespace ddlsim::cli {
 
 namespace {
 
-constexpr const char* kRunHelp =
-    R"(usage: ddlsim run SCENARIO.yaml [--set dotted.key=value ...] [--format table|csv|json]
-                  [--no-fast] [--stats] [--trace FILE.json] [--jobs N]
-
-Simulates every strategy listed in the scenario at every node count in cluster.nodes (a number or a list).
-A collective workload reports time, algbw and busbw (nccl-tests definitions); a training workload reports step
-time, throughput, speed-up and efficiency relative to reference_gpus, time to train and the time shares.
-  --no-fast     run collectives message by message on the flow model (no max-plus fast path)
-  --stats       add engine statistics (messages, flows, events) to the output
-  --trace FILE  write a Perfetto/Chrome trace of the first strategy at the first node count
-  --jobs N      run up to N simulations at once (training workloads; default: the CPUs this process may use,
-                so a Slurm task or an mpirun rank keeps to the cores it was given)
-)";
+CommandSpec run_spec(const char* name, const char* usage, const char* description) {
+  CommandSpec spec(name, usage, description);
+  spec.options.add_options()                                                                       //
+      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)")  //
+      ("stats", "add engine statistics (messages, flows, events) to the output")                   //
+      ("trace", po::value<std::string>()->value_name("FILE"),
+       "write a Perfetto/Chrome trace of the first strategy at the first node count");
+  add_jobs_option(spec.options);
+  return spec;
+}
 
 Record collective_record(const CollectiveResult& r, bool stats) {
   Record rec{{"strategy", r.strategy},
@@ -43,11 +41,11 @@ Record collective_record(const CollectiveResult& r, bool stats) {
   return rec;
 }
 
-int run_scenario(const std::string& path, const CommonArgs& a, const std::vector<int64_t>* nodes_override) {
+int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override) {
   Scenario sc = load_scenario(path, a.sets);
   EngineOptions opts;
-  opts.fast_collectives = !a.has_flag("no-fast");
-  bool stats = a.has_flag("stats");
+  opts.fast_collectives = !a.has("no-fast");
+  bool stats = a.has("stats");
   std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
   Report report;
   report.scenario_name = sc.name;
@@ -62,8 +60,10 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
   } else {
     TrainingOptions topts;
     topts.engine = opts;
-    topts.trace_file = a.option("trace");
+    topts.trace_file = a.str("trace");
     topts.jobs = jobs_option(a);
+    ProgressBar bar(sc.name);
+    topts.progress = bar.callback();
     report = run_training_report(sc, counts, topts, stats);
   }
   write_report(std::cout, a.format, report);
@@ -73,13 +73,17 @@ int run_scenario(const std::string& path, const CommonArgs& a, const std::vector
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"trace", "jobs"}, {"no-fast", "stats"});
-  if (a.help) {
-    std::fputs(kRunHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1) throw InputError({}, "", "run needs exactly one scenario file (see --help)");
-  return run_scenario(a.positional[0], a, nullptr);
+  CommandSpec spec = run_spec("run", "SCENARIO.yaml [options]",
+                              "Simulates every strategy listed in the scenario at every node count in "
+                              "cluster.nodes (a number or a list).\n"
+                              "A collective workload reports time, algbw and busbw (nccl-tests definitions); "
+                              "a training workload reports\n"
+                              "step time, throughput, speed-up and efficiency relative to reference_gpus, "
+                              "time to train and the time\n"
+                              "shares.");
+  std::optional<Args> a = parse_command(args, spec);
+  if (!a) return 0;
+  return run_scenario(a->positional[0], *a, nullptr);
 }
 
 namespace {
@@ -107,26 +111,24 @@ std::pair<int64_t, int64_t> job_rank_and_size() {
 }  // namespace
 
 int sweep_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"nodes", "trace", "jobs"}, {"no-fast", "stats", "split"});
-  if (a.help) {
-    std::fputs(
-        "usage: ddlsim sweep SCENARIO.yaml --nodes 4,8,16 [--split] [--jobs N] [--set k=v] [--format "
-        "table|csv|json]\n"
-        "Runs the scenario at each node count (same output as run). In batch scripts: a Slurm array passes "
-        "one\n"
-        "count per task; with --split every process of an mpirun or srun job takes the counts i with\n"
-        "i mod size = rank (rank and size from OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS), e.g.\n"
-        "  mpirun -np 4 --output-filename out build/ddlsim sweep S.yaml --nodes 1,2,4,8,16,32,64,128 --split "
-        "--format csv\n",
-        stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1)
-    throw InputError({}, "", "sweep needs exactly one scenario file (see --help)");
-  std::string list = a.option("nodes");
+  CommandSpec spec = run_spec(
+      "sweep", "SCENARIO.yaml --nodes 4,8,16 [options]",
+      "Runs the scenario at each node count (same output as run). In batch scripts: a Slurm array passes "
+      "one\n"
+      "count per task; with --split every process of an mpirun or srun job takes the counts i with\n"
+      "i mod size = rank (rank and size from OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS), e.g.\n"
+      "  mpirun -np 4 --output-filename out build/ddlsim sweep S.yaml --nodes 1,2,4,8,16,32,64,128 --split "
+      "\\\n"
+      "      --format csv");
+  spec.options.add_options()                                                                           //
+      ("nodes", po::value<std::string>()->value_name("N,N,..."), "the node counts to run (required)")  //
+      ("split", "take this process's share of the counts in an mpirun or srun job");
+  std::optional<Args> a = parse_command(args, spec);
+  if (!a) return 0;
+  std::string list = a->str("nodes");
   if (list.empty()) throw InputError({"--nodes", 0, 0}, "", "sweep needs --nodes N[,N...]");
   std::vector<int64_t> counts = parse_count_list(list, "--nodes");
-  if (a.has_flag("split")) {
+  if (a->has("split")) {
     auto [rank, size] = job_rank_and_size();
     std::vector<int64_t> mine;
     for (size_t i = static_cast<size_t>(rank); i < counts.size(); i += static_cast<size_t>(size))
@@ -134,7 +136,7 @@ int sweep_command(const std::vector<std::string>& args) {
     if (mine.empty()) return 0;  // more processes than node counts: nothing to do here
     counts = std::move(mine);
   }
-  return run_scenario(a.positional[0], a, &counts);
+  return run_scenario(a->positional[0], *a, &counts);
 }
 
 }  // namespace ddlsim::cli

@@ -2,12 +2,12 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <set>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/csv.hpp"
@@ -16,24 +16,6 @@
 namespace ddlsim::cli {
 
 namespace {
-
-constexpr const char* kValidateHelp =
-    R"(usage: ddlsim validate SCENARIO.yaml --measured FILE.csv [--max-error X] [--max-rel-error X]
-                       [--set dotted.key=value ...] [--format table|csv|json] [--jobs N]
-
-Runs a training scenario at the GPU counts of the measured points that belong to it and prints, per point,
-measured vs simulated with the absolute and relative error, then a summary per quantity.
-The CSV needs columns model, framework, loader, gpus, quantity, value (series and citation are shown when present).
-A row belongs to the scenario when its model is the scenario's model, its loader is the scenario's loader kind
-("dali" stands for dali-cpu, the CPU-based DALI of Aach et al.'s Table 2 and Fig. 6; "unspecified" matches any),
-and its framework is a strategy's label or name ("deepspeed" is zero, "unspecified" matches every strategy).
-Quantities: efficiency (E_G = S_G / (G / G_ref)), efficiency_min / efficiency_max (bounds: the error is how far
-the simulation is outside), share_allreduce (collective kernel busy share, overlapped or not), time_to_train_s
-(and _min / _max), speedup; share_data and share_cudnn are shown but not held (see the notes).
-  --max-error X      exit 1 when a held efficiency or share point misses by more than X (absolute)
-  --max-rel-error X  exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)
-  --jobs N           run up to N simulations at once (default: the CPUs this process may use)
-)";
 
 enum class Bound { Equal, AtLeast, AtMost };
 
@@ -86,26 +68,42 @@ struct Row {
 }  // namespace
 
 int validate_command(const std::vector<std::string>& args) {
-  CommonArgs a = parse_args(args, {"measured", "max-error", "max-rel-error", "jobs"}, {"no-fast"});
-  if (a.help) {
-    std::fputs(kValidateHelp, stdout);
-    return 0;
-  }
-  if (a.positional.size() != 1)
-    throw InputError({}, "", "validate needs exactly one scenario file (see --help)");
-  std::string measured = a.option("measured");
+  CommandSpec spec(
+      "validate", "SCENARIO.yaml --measured FILE.csv [options]",
+      "Runs a training scenario at the GPU counts of the measured points that belong to it and prints, per\n"
+      "point, measured vs simulated with the absolute and relative error, then a summary per quantity.\n"
+      "The CSV needs columns model, framework, loader, gpus, quantity, value (series and citation are shown\n"
+      "when present). A row belongs to the scenario when its model is the scenario's model, its loader is "
+      "the\n"
+      "scenario's loader kind (\"dali\" stands for dali-cpu, the CPU-based DALI of Aach et al.'s Table 2 "
+      "and\n"
+      "Fig. 6; \"unspecified\" matches any), and its framework is a strategy's label or name (\"deepspeed\" "
+      "is\n"
+      "zero, \"unspecified\" matches every strategy). Quantities: efficiency (E_G = S_G / (G / G_ref)),\n"
+      "efficiency_min / efficiency_max (bounds: the error is how far the simulation is outside),\n"
+      "share_allreduce (collective kernel busy share, overlapped or not), time_to_train_s (and _min / "
+      "_max),\n"
+      "speedup; share_data and share_cudnn are shown but not held (see the notes).");
+  spec.options.add_options()                                                                            //
+      ("measured", po::value<std::string>()->value_name("FILE.csv"), "the measured points (required)")  //
+      ("max-error", po::value<double>()->value_name("X"),
+       "exit 1 when a held efficiency or share point misses by more than X (absolute)")  //
+      ("max-rel-error", po::value<double>()->value_name("X"),
+       "exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)")  //
+      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)");
+  add_jobs_option(spec.options);
+  std::optional<Args> parsed = parse_command(args, spec);
+  if (!parsed) return 0;
+  const Args& a = *parsed;
+  std::string measured = a.str("measured");
   if (measured.empty()) throw InputError({}, "--measured", "validate needs --measured FILE.csv");
   auto number_option = [&](const char* key) {
-    std::string v = a.option(key);
-    if (v.empty()) return -1.0;
-    try {
-      size_t used = 0;
-      double x = std::stod(v, &used);
-      if (used == v.size() && x >= 0) return x;
-    } catch (const std::exception&) {
-    }
-    throw InputError({}, std::string("--") + key,
-                     fmt::format("expected a non-negative number, got \"{}\"", v));
+    std::optional<double> x = a.get<double>(key);
+    if (!x) return -1.0;
+    if (!(*x >= 0))
+      throw InputError({}, std::string("--") + key,
+                       fmt::format("expected a non-negative number, got {}", *x));
+    return *x;
   };
   double max_abs = number_option("max-error"), max_rel = number_option("max-rel-error");
 
@@ -168,10 +166,15 @@ int validate_command(const std::vector<std::string>& args) {
             "no measured rows for model {} with loader {} (check the model, loader and quantity columns)",
             ws.model, ws.loader));
   TrainingOptions topts;
-  topts.engine.fast_collectives = !a.has_flag("no-fast");
+  topts.engine.fast_collectives = !a.has("no-fast");
   topts.jobs = jobs_option(a);
   std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
-  std::vector<TrainingResult> results = run_training(sc, counts, topts);
+  std::vector<TrainingResult> results;
+  {
+    ProgressBar bar(sc.name);
+    topts.progress = bar.callback();
+    results = run_training(sc, counts, topts);
+  }
 
   Report report;
   report.scenario_name = sc.name;

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "sim/core/error.hpp"
 
@@ -23,9 +26,157 @@ std::string plain(const Field& f) {
   return fmt::format("{:.9g}", std::get<double>(f.value));
 }
 
-std::string pretty(const Field& f) {
-  if (auto d = std::get_if<double>(&f.value)) return fmt::format("{:.4g}", *d);
-  return plain(f);
+// How the table shows a number, by its key. The first rule whose pattern matches wins; a key no rule matches
+// is a plain number. CSV and JSON always give the value as it is.
+enum class Match { Exact, Prefix, Suffix };
+enum class Show {
+  Fraction,  // shares, efficiencies, relative errors: fixed 3 decimals
+  Time,      // a duration: one readable unit per column (ns .. d), in the header
+  Rate,      // per second: thousands separators, the unit in the header
+  Plain,     // thousands separators, decimals for the column
+};
+struct ShowRule {
+  Match match;
+  const char* pattern;
+  Show show;
+  double scale;      // Time: seconds per value unit
+  const char* unit;  // Rate: the unit shown in the header ("" takes the noun before _per_s)
+};
+constexpr ShowRule kShowRules[] = {
+    {Match::Prefix, "shares.", Show::Fraction, 1, ""},
+    {Match::Prefix, "kernel_shares.", Show::Fraction, 1, ""},
+    {Match::Exact, "efficiency", Show::Fraction, 1, ""},
+    {Match::Suffix, "_err", Show::Fraction, 1, ""},
+    {Match::Suffix, "_error", Show::Fraction, 1, ""},
+    {Match::Suffix, "_per_s", Show::Rate, 1, ""},
+    {Match::Suffix, "_GBps", Show::Rate, 1, "GB/s"},
+    {Match::Suffix, "_us", Show::Time, 1e-6, ""},
+    {Match::Suffix, "_s", Show::Time, 1, ""},
+};
+
+bool matches(const ShowRule& r, const std::string& key) {
+  std::string_view p = r.pattern;
+  switch (r.match) {
+    case Match::Exact:
+      return key == p;
+    case Match::Prefix:
+      return key.starts_with(p);
+    case Match::Suffix:
+      return key.size() > p.size() && key.ends_with(p);
+  }
+  return false;
+}
+
+const ShowRule* show_rule(const std::string& key) {
+  for (const ShowRule& r : kShowRules)
+    if (matches(r, key)) return &r;
+  return nullptr;
+}
+
+// "38900.5" -> "38,900.5"
+std::string group_thousands(const std::string& s) {
+  size_t start = s.find_first_of("0123456789");
+  if (start == std::string::npos) return s;
+  size_t end = s.find_first_not_of("0123456789", start);
+  if (end == std::string::npos) end = s.size();
+  std::string out = s.substr(0, start);
+  for (size_t i = start; i < end; ++i) {
+    if (i > start && (end - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out + s.substr(end);
+}
+
+// One column's numbers: unit, header and decimals chosen from all of its values.
+struct ColumnFormat {
+  const ShowRule* rule = nullptr;
+  std::string header;
+  double divisor = 1;  // value in the shown unit = value * scale / divisor
+  int decimals = 3;
+
+  std::string cell(const Field& f) const {
+    if (std::holds_alternative<std::string>(f.value)) return std::get<std::string>(f.value);
+    if (auto i = std::get_if<int64_t>(&f.value); i && (!rule || rule->show != Show::Time))
+      return group_thousands(std::to_string(*i));
+    double v = std::holds_alternative<double>(f.value) ? std::get<double>(f.value)
+                                                       : static_cast<double>(std::get<int64_t>(f.value));
+    if (!std::isfinite(v)) return fmt::format("{}", v);
+    if (rule && rule->show == Show::Time) v = v * rule->scale / divisor;
+    return group_thousands(fmt::format("{:.{}f}", v, decimals));
+  }
+};
+
+// Decimals that show the smallest non-zero magnitude with 3 significant digits, 0..3.
+int decimals_for(double smallest) {
+  if (!(smallest > 0) || !std::isfinite(smallest)) return 3;
+  int digits = static_cast<int>(std::floor(std::log10(smallest))) + 1;  // before the point
+  return std::clamp(3 - digits, 0, 3);
+}
+
+ColumnFormat column_format(const std::string& key, const std::vector<const Field*>& fields) {
+  ColumnFormat c;
+  c.rule = show_rule(key);
+  c.header = key;
+  double largest = 0, smallest = INFINITY;
+  for (const Field* f : fields) {
+    double v;
+    if (auto d = std::get_if<double>(&f->value))
+      v = *d;
+    else if (auto i = std::get_if<int64_t>(&f->value))
+      v = static_cast<double>(*i);
+    else
+      continue;
+    if (!std::isfinite(v) || v == 0) continue;
+    largest = std::max(largest, std::fabs(v));
+    smallest = std::min(smallest, std::fabs(v));
+  }
+  Show show = c.rule ? c.rule->show : Show::Plain;
+  std::string_view pattern = c.rule ? c.rule->pattern : "";
+  std::string stem =
+      c.rule && c.rule->match == Match::Suffix ? key.substr(0, key.size() - pattern.size()) : key;
+  switch (show) {
+    case Show::Fraction:
+      c.decimals = 3;
+      break;
+    case Show::Time: {
+      // The largest unit in which the geometric middle of the column's range is at least 1, so that a column
+      // spanning decades stays readable at both ends (0.3 us .. 30 ms: us; 0.8 .. 13 h: h; 0.1 s: ms).
+      struct Unit {
+        const char* name;
+        double seconds;
+      };
+      constexpr Unit units[] = {{"d", 86400}, {"h", 3600},  {"min", 60}, {"s", 1},
+                                {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+      smallest *= c.rule->scale;
+      double middle = std::sqrt(smallest * largest * c.rule->scale);
+      const Unit* u = &units[std::size(units) - 1];
+      for (const Unit& x : units)
+        if (middle >= x.seconds) {
+          u = &x;
+          break;
+        }
+      if (largest == 0) u = c.rule->scale == 1 ? &units[3] : &units[5];  // nothing to choose from: s or us
+      c.divisor = u->seconds;
+      c.decimals = decimals_for(smallest / u->seconds);
+      c.header = fmt::format("{} [{}]", stem, u->name);
+      break;
+    }
+    case Show::Rate: {
+      c.decimals = decimals_for(smallest);
+      std::string unit = c.rule->unit;
+      if (unit.empty()) {  // throughput_samples_per_s: "throughput [samples/s]"
+        size_t us = stem.rfind('_');
+        unit = (us == std::string::npos ? stem : stem.substr(us + 1)) + "/s";
+        if (us != std::string::npos) stem = stem.substr(0, us);
+      }
+      c.header = fmt::format("{} [{}]", stem, unit);
+      break;
+    }
+    case Show::Plain:
+      c.decimals = decimals_for(smallest);
+      break;
+  }
+  return c;
 }
 
 std::string csv_escape(const std::string& s) {
@@ -41,14 +192,29 @@ void write_table(std::ostream& out, const Report& r) {
   std::vector<std::string> cols = r.table_columns;
   if (cols.empty())
     for (const Field& f : r.results[0]) cols.push_back(f.key);
-  std::vector<std::vector<std::string>> cells;
-  std::vector<size_t> width(cols.size());
-  for (size_t c = 0; c < cols.size(); ++c) width[c] = cols[c].size();
-  for (const Record& rec : r.results) {
-    std::vector<std::string> row;
+  std::vector<std::vector<const Field*>> fields(cols.size());
+  for (const Record& rec : r.results)
     for (size_t c = 0; c < cols.size(); ++c) {
       auto it = std::find_if(rec.begin(), rec.end(), [&](const Field& f) { return f.key == cols[c]; });
-      row.push_back(it == rec.end() ? "-" : pretty(*it));
+      fields[c].push_back(it == rec.end() ? nullptr : &*it);
+    }
+  std::vector<ColumnFormat> formats;
+  std::vector<std::string> header;
+  for (size_t c = 0; c < cols.size(); ++c) {
+    std::vector<const Field*> present;
+    for (const Field* f : fields[c])
+      if (f) present.push_back(f);
+    formats.push_back(column_format(cols[c], present));
+    header.push_back(formats.back().header);
+  }
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> width(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) width[c] = header[c].size();
+  for (size_t row_index = 0; row_index < r.results.size(); ++row_index) {
+    std::vector<std::string> row;
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const Field* f = fields[c][row_index];
+      row.push_back(f ? formats[c].cell(*f) : "-");
       width[c] = std::max(width[c], row.back().size());
     }
     cells.push_back(std::move(row));
@@ -61,7 +227,7 @@ void write_table(std::ostream& out, const Report& r) {
     }
     out << "\n";
   };
-  line(cols);
+  line(header);
   size_t total = 0;
   for (size_t w : width) total += w + 2;
   out << std::string(total - 2, '-') << "\n";

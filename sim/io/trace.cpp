@@ -1,7 +1,8 @@
 #include "sim/io/trace.hpp"
 
-#include <fmt/format.h>
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
 
@@ -11,16 +12,15 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                           const std::vector<TaskRecord>& records, int max_workers) {
   std::ofstream out(path);
   if (!out) throw InputError({path, 0, 0}, "--trace", "cannot write the trace file");
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
-  auto emit = [&](const std::string& s) {
-    out << (first ? "" : ",\n") << s;
-    first = false;
+  using Json = nlohmann::ordered_json;
+  Json events = Json::array();
+  auto process_name = [&](int pid, const std::string& name) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
   };
-  emit(R"({"name":"process_name","ph":"M","pid":0,"args":{"name":"collectives"}})");
-  for (int w = 0; w < max_workers; ++w)
-    emit(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"worker {}"}}}})", w + 1,
-                     w));
+  process_name(0, "collectives");
+  for (int w = 0; w < max_workers; ++w) process_name(w + 1, "worker " + std::to_string(w));
+  // Microseconds to the nanosecond, as the trace viewers show them.
+  auto micros = [](Time t) { return std::round(t.seconds() * 1e9) / 1e3; };
   for (TaskId t = 0; t < graph.size(); ++t) {
     const Task& task = graph.task(t);
     if (task.worker >= max_workers) continue;
@@ -30,13 +30,17 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                         : task.category == Category::Io            ? "loader"
                         : task.category == Category::Communication ? "network"
                                                                    : "other";
-    int tid = static_cast<int>(task.category);
-    emit(fmt::format(
-        R"({{"name":"{}","cat":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"step":{}}}}})",
-        graph.labels()[task.label], track, pid, tid, records[t].start.seconds() * 1e6,
-        (records[t].end - records[t].start).seconds() * 1e6, task.step));
+    events.push_back({{"name", graph.labels()[task.label]},
+                      {"cat", track},
+                      {"ph", "X"},
+                      {"pid", pid},
+                      {"tid", static_cast<int>(task.category)},
+                      {"ts", micros(records[t].start)},
+                      {"dur", micros(records[t].end - records[t].start)},
+                      {"args", {{"step", task.step}}}});
   }
-  out << "\n]}\n";
+  Json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+  out << doc.dump() << "\n";
 }
 
 }  // namespace ddlsim

@@ -352,7 +352,8 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].nodes > jobs[b].nodes; });
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, finished{0};
+  std::mutex progress;  // opts.progress is called one at a time
   auto worker = [&] {
     for (size_t k; (k = next++) < jobs.size();) {
       Job& j = jobs[order[k]];
@@ -360,6 +361,10 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
         j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
       } catch (...) {
         j.error = std::current_exception();
+      }
+      if (opts.progress) {
+        std::lock_guard<std::mutex> lock(progress);
+        opts.progress(++finished, jobs.size());
       }
     }
   };

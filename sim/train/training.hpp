@@ -2,6 +2,7 @@
 // Data-parallel training: a model's layer table on a GPU, a data loader, a gradient-synchronisation strategy
 // (a task-graph builder), simulated for warm-up + K steps; reported as step time, throughput, speed-up and
 // efficiency relative to reference_gpus, time to train, and the split of step time.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct TrainingOptions {
   EngineOptions engine;
   std::string trace_file;  // Perfetto trace of the first run, when set
   int jobs = 0;            // simulations run at once (threads); 0: one per CPU this process may use
+  // Called after each finished simulation of run_training (from its worker threads, one call at a time).
+  std::function<void(size_t done, size_t total)> progress;
 };
 
 // CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.
