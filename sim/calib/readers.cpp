@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
-#include "sim/io/yaml.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {

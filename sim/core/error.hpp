@@ -2,6 +2,7 @@
 // One exception type for every user error (bad file, bad key, bad value). The CLI prints what() and exits 2.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ddlsim {
 
@@ -38,5 +39,8 @@ class ValueError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Closest candidate by edit distance, or empty when nothing is close (for "did you mean" hints).
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace ddlsim

@@ -80,7 +80,4 @@ class YamlNode {
   std::string path_;
 };
 
-// Closest candidate by edit distance, or empty when nothing is close.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
-
 }  // namespace ddlsim

@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "sim/io/trace.hpp"
+#include "sim/train/trace.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/collective_workload.hpp"
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/io/trace.hpp"
+#include "sim/train/trace.hpp"
 #include "tests/support/cli.hpp"
 
 namespace ddlsim {

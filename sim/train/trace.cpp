@@ -1,4 +1,4 @@
-#include "sim/io/trace.hpp"
+#include "sim/train/trace.hpp"
 
 #include <cmath>
 #include <fstream>
