@@ -10,9 +10,9 @@
 #include <random>
 #include <thread>
 
-#include "sim/train/trace.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/trace.hpp"
 
 namespace ddlsim {
 
