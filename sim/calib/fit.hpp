@@ -1,5 +1,5 @@
 #pragma once
-// Fits the alpha-beta-gamma model of DESIGN.md ("The network model") to measurements: per link class (inside
+// Fits the alpha-beta-gamma network model (sim/net/comm_model.hpp) to measurements: per link class (inside
 // a node / across nodes) and per message-size range (one to three: e.g. eager, rendezvous in cache,
 // rendezvous from memory) a per-message overhead alpha, a per-byte cost beta = 1/bandwidth and a per-byte
 // reduction cost gamma for operands of that size:

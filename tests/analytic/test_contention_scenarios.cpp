@@ -35,7 +35,7 @@ TEST(ContentionScenarios, FatTreeTwoToOne) {
   EXPECT_GT(t["ps-4"], 1.9 * (2 * 16 * n / (4 * B)));
   // ps-colocated: each leaf sends 4 · (12/16) · n off-leaf per phase through 2B.
   EXPECT_NEAR(t["ps-colocated"], 2 * 4 * 0.75 * n / (2 * B), 2e-5);
-  // Non-blocking: PS with k = p matches ring's bandwidth term 2(p−1)/p·n/B (DESIGN.md).
+  // Non-blocking: PS with k = p matches ring's bandwidth term 2(p−1)/p·n/B.
   auto nb = times("fattree-ps-vs-ring.yaml", {"cluster.network.oversubscription=\"1:1\""});
   EXPECT_NEAR(nb["ps-colocated"], 2 * 15.0 / 16 * n / B, 1e-5);
   EXPECT_NEAR(nb["ps-4"], 2 * 16 * n / (4 * B) + 2 * 4 * us, 1e-6);

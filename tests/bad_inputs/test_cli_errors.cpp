@@ -1,5 +1,5 @@
 // Bad inputs through the real CLI: exit status 2 and exactly one line on stderr naming the file, the
-// line:column and the key path (the DESIGN convention `file:line:col: key.path: message`). Usage errors exit
+// line:column and the key path (the convention `file:line:col: key.path: message`). Usage errors exit
 // 2, --help 0.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
