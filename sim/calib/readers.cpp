@@ -1,6 +1,7 @@
 #include "sim/calib/readers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cctype>
 #include <charconv>

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sim/cli/commands.hpp"
+#include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/train/collective_workload.hpp"
@@ -55,6 +56,7 @@ int crossover_command(const std::vector<std::string>& args) {
     throw InputError({sc.file, 0, 0}, "strategies", "crossover needs a ps strategy and one other strategy");
   std::vector<int64_t> counts =
       a.has("nodes") ? parse_count_list(a.str("nodes"), "--nodes") : sc.cluster.node_counts;
+  check_node_counts(sc.cluster, counts, command_line("--nodes"));
   std::vector<int64_t> server_list;
   if (a.has("servers")) server_list = parse_count_list(a.str("servers"), "--servers");
   const Strategy& ring = sc.strategies[other];

@@ -33,6 +33,7 @@ int describe_command(const std::vector<std::string>& args) {
       false);
   int64_t nodes =
       count_option(a, "nodes", 1).value_or(cluster.node_counts.empty() ? 2 : cluster.node_counts.front());
+  check_node_counts(cluster, {nodes}, command_line("--nodes"));
   Cluster c = build_cluster(cluster, nodes);
   std::map<std::string, std::pair<int, double>> by_class;
   for (const DirectedLink& l : c.topo.links()) {

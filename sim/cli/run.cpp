@@ -4,6 +4,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/progress.hpp"
+#include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/train/collective_workload.hpp"
@@ -47,6 +48,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   opts.fast_collectives = !a.has("no-fast");
   bool stats = a.has("stats");
   std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
+  if (nodes_override) check_node_counts(sc.cluster, counts, command_line("--nodes"));
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;

@@ -377,6 +377,14 @@ CommModel load_calibration_file(const std::string& path) {
   return load_calibration(YamlNode::load_file(path));
 }
 
+void check_node_counts(const ClusterConfig& c, const std::vector<int64_t>& counts, const Where& where) {
+  for (int64_t v : counts) {
+    if (v < 1 || v > 1'000'000) where.fail(fmt::format("node count {} out of range 1..1000000", v));
+    if (c.max_nodes > 0 && v > c.max_nodes)
+      where.fail(fmt::format("{} nodes requested but the system has {}", v, c.max_nodes));
+  }
+}
+
 ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
   cluster.expect_keys(kClusterKeys);
   Layers L{cluster, std::nullopt};
@@ -391,16 +399,15 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
     c.name = n->as_string();
   else if (auto t = cluster.get("topology"))
     c.name = t->as_string();
+  if (auto mx = L.get("max_nodes")) {
+    c.max_nodes = mx->as_int();
+    if (c.max_nodes < 1) mx->fail("max_nodes must be at least 1");
+  }
   if (need_nodes || L.get("nodes")) {
     YamlNode n = L.require("nodes");
     c.nodes_where = n.where();
     c.node_counts = n.as_int_list();
-    for (int64_t v : c.node_counts)
-      if (v < 1 || v > 1'000'000) n.fail(fmt::format("node count {} out of range 1..1000000", v));
-    if (auto mx = L.get("max_nodes"))
-      for (int64_t v : c.node_counts)
-        if (v > mx->as_int())
-          n.fail(fmt::format("{} nodes requested but the system has {}", v, mx->as_int()));
+    check_node_counts(c, c.node_counts, c.nodes_where);
   }
   std::optional<YamlNode> node = L.get("node");
   if (node) {

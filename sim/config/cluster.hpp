@@ -10,6 +10,10 @@ namespace ddlsim {
 // `cluster` is the scenario's cluster map (or a topology file's root); `need_nodes`: `nodes` is required.
 ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes);
 
+// Node counts from any entry point (the cluster's `nodes`, `--nodes`): 1..1,000,000 and at most the
+// cluster's max_nodes; fails at `where`.
+void check_node_counts(const ClusterConfig& cluster, const std::vector<int64_t>& counts, const Where& where);
+
 // Reads a comm: map (alpha, efficiency, reduce bandwidths, a calibration file) into a CommModel, on top of
 // `base` (a topology's comm under a scenario's).
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base = {});

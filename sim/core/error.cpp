@@ -49,6 +49,12 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best;
 }
 
+Where command_line(const std::string& flag) {
+  Where w;
+  w.location.file = flag;
+  return w;
+}
+
 void Where::fail(const std::string& message) const {
   throw InputError(location, path, message);
 }

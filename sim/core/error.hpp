@@ -20,6 +20,9 @@ struct Where {
   [[noreturn]] void fail(const std::string& message) const;
 };
 
+// A value given on the command line (`--nodes`): errors name the flag.
+Where command_line(const std::string& flag);
+
 class InputError : public std::runtime_error {
  public:
   InputError(const SourceLocation& where, const std::string& key_path, const std::string& message);

@@ -30,6 +30,7 @@ struct ClusterConfig {
   std::string name = "inline";
   std::vector<int64_t> node_counts;  // `nodes`: a number or a list (a sweep); empty for a topology alone
   Where nodes_where;
+  int64_t max_nodes = 0;  // the system's size (0: not given)
   int gpus_per_node = 1;
   GpuSpec gpu;
   CommModel comm;
