@@ -1,6 +1,7 @@
 // Bad inputs through the real CLI: exit status 2 and exactly one line on stderr naming the file, the
 // line:column and the key path (the convention `file:line:col: key.path: message`). Usage errors exit
 // 2, --help 0.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -114,6 +115,21 @@ TEST(CliErrors, OverrideWithBadValueNamesTheFlag) {
   // line of its own; it used to be rendered as file:1:1).
   EXPECT_EQ(o.out.find("star-ps-vs-ring.yaml:1:1"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--set"), std::string::npos) << o.out;
+}
+
+TEST(CliErrors, NodeCountsFromTheCommandLineAreCheckedLikeTheFile) {
+  // --nodes goes through the same check as cluster.nodes: 1..1,000,000 and at most the system's max_nodes
+  // (JUWELS Booster: 936). Before, sweep --nodes 1000000000 ran out of memory ("internal error").
+  const std::string dir = DDLSIM_SOURCE_DIR;
+  for (const std::string& cmd :
+       {fmt::format("sweep '{}/scenarios/star-ps-vs-ring.yaml' --nodes 1000000000", dir),
+        fmt::format("crossover '{}/scenarios/star-ps-vs-ring.yaml' --nodes 2000000", dir),
+        fmt::format("describe '{}/topologies/juwels-booster.yaml' --nodes 937", dir)}) {
+    Outcome o = ddlsim(cmd);
+    EXPECT_EQ(o.status, 2) << cmd;
+    EXPECT_EQ(lines(o.out), 1u) << o.out;
+    EXPECT_EQ(o.out.rfind("ddlsim: --nodes: ", 0), 0u) << o.out;
+  }
 }
 
 TEST(CliUsage, NoArgumentsIsAUsageError) {
