@@ -44,11 +44,4 @@ uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag,
   return paths;
 }
 
-void Transport::start_flow(uint32_t slot, Time now) {
-  FlowRequest& r = requests_[slot];
-  net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now);
-  free_requests_.push_back(slot);
-  --pending_flow_starts_;
-}
-
 }  // namespace ddlsim

@@ -21,7 +21,12 @@ class Transport {
   // flows (parts) it started.
   uint32_t send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now);
   // The FlowStart event of request `slot`: its flow starts draining.
-  void start_flow(uint32_t slot, Time now);
+  void start_flow(uint32_t slot, Time now) {
+    const FlowRequest& r = requests_[slot];
+    net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now);
+    free_requests_.push_back(slot);
+    --pending_flow_starts_;
+  }
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
   // on the minimal route.
   void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate);
