@@ -37,6 +37,8 @@ class CollectiveExecutor {
   void message_done(uint32_t run, uint32_t slot, Time now);
   // The RoundDone event (a, b) = (run, member): its reduction ended, it enters its next round.
   void round_done(uint32_t run, uint32_t member, Time now);
+  // Adds the fast path's link usage to `usage` (the flow network's, indexed by link id).
+  void add_fast_usage(std::vector<LinkUsage>& usage) const { fast_.add_usage(usage); }
 
  private:
   static constexpr uint64_t kMessageTag = 1ULL << 63;

@@ -114,4 +114,15 @@ void Engine::flow_done(uint64_t tag) {
   if (--parts_left_[t] == 0) finish(t);
 }
 
+std::vector<LinkUsage> Engine::link_usage() const {
+  std::vector<LinkUsage> usage = transport_.net().link_usage();
+  collectives_.add_fast_usage(usage);
+  return usage;
+}
+
+std::string link_name(const Topology& topo, LinkId l) {
+  const DirectedLink& link = topo.links().at(l);
+  return topo.vertex(link.from).name + " > " + topo.vertex(link.to).name;
+}
+
 }  // namespace ddlsim

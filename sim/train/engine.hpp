@@ -9,6 +9,7 @@
 //   device_model         compute slowed while collective kernels are resident on its GPU
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/net/comm_model.hpp"
@@ -39,6 +40,8 @@ class Engine {
   Time run();
   const std::vector<TaskRecord>& records() const { return records_; }
   const EngineStats& stats() const { return stats_; }
+  // What every directed link carried (flow model and fast path), in link id order.
+  std::vector<LinkUsage> link_usage() const;
 
  private:
   void handle(const Event& e);
@@ -59,5 +62,8 @@ class Engine {
   CollectiveExecutor collectives_;
   DeviceModel device_;
 };
+
+// A directed link named by its two vertices, as `ddlsim describe` prints routes: "n0.gpu0 > n0.pcie0".
+std::string link_name(const Topology& topo, LinkId l);
 
 }  // namespace ddlsim

@@ -22,8 +22,8 @@ namespace ddlsim {
 class FastPath::Evaluation {
  public:
   Evaluation(FastPath& fp, const CollectiveTask& spec, Time now);
-  // Runs every round.
-  FastOutcome run();
+  // Runs every round; on success fills `usage` with what its messages put on their routes.
+  FastOutcome run(std::vector<RouteUsage>& usage);
 
  private:
   // Per member, the message it sent last (most plans send the same shape round after round).
@@ -40,6 +40,8 @@ class FastPath::Evaluation {
   void reduce_step(uint32_t s);
   uint32_t skip_periodic(uint32_t s);
   void materialize();
+  void record(uint32_t r, const std::vector<LinkId>* route, double bytes, int64_t busy_ps);
+  void flush_skipped_usage();
 
   FastPath& fp_;
   const CollectiveTask& spec_;
@@ -53,6 +55,13 @@ class FastPath::Evaluation {
   std::vector<Send> sends_;
   std::vector<MessageShape> shapes_;
   std::vector<int64_t> last_msg_end_;  // exclusive pattern: each member's last message end, not yet on links
+  // Link usage by route: entries from round_begin_ on are the current checked round's; last_entry_ is each
+  // member's latest entry (merged into while its route repeats); skipped_rounds_ counts rounds of the
+  // exclusive pattern not yet recorded.
+  std::vector<RouteUsage>* usage_ = nullptr;
+  size_t round_begin_ = 0;
+  std::vector<uint32_t> last_entry_;
+  uint64_t skipped_rounds_ = 0;
   uint64_t messages_ = 0, round_messages_ = 0;
   bool ok_ = true;
   bool exclusive_ = false;       // the next round repeats a verified exclusive pattern: skip its checks
@@ -74,13 +83,15 @@ FastPath::Evaluation::Evaluation(FastPath& fp, const CollectiveTask& spec, Time 
       arrive_(p_),
       send_end_(p_),
       shapes_(p_),
-      last_msg_end_(p_, INT64_MIN) {
+      last_msg_end_(p_, INT64_MIN),
+      last_entry_(p_, UINT32_MAX) {
   size_t links = fp.transport_.net().link_count();
   if (fp.last_end_.empty()) fp.last_end_.assign(links, INT64_MIN);
   if (fp.link_round_.empty()) fp.link_round_.assign(links, 0);
 }
 
-FastOutcome FastPath::Evaluation::run() {
+FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage) {
+  usage_ = &usage;
   uint32_t rounds = plan_.rounds();
   for (uint32_t s = 0; s < rounds && ok_; ++s) {
     bool skip = exclusive_;
@@ -96,12 +107,25 @@ FastOutcome FastPath::Evaluation::run() {
     if (!ok_) break;
     messages_ += round_messages_;
     reduce_step(s);
-    s += skip_periodic(s);
+    uint32_t more = skip_periodic(s);
+    if (skip) {
+      skipped_rounds_ += 1 + more;
+    } else if (more > 0) {  // the skipped rounds repeat this one's messages
+      for (size_t i = round_begin_; i < usage.size(); ++i) {
+        usage[i].bytes *= 1 + more;
+        usage[i].busy_ps *= 1 + more;
+      }
+    }
+    s += more;
     prev_.swap(start_);
     start_.swap(next_);
   }
   for (LinkId l : fp_.touched_) fp_.last_end_[l] = INT64_MIN;
   fp_.touched_.clear();
+  if (ok_)
+    flush_skipped_usage();
+  else
+    usage.clear();
   int64_t end = now_;
   for (int64_t v : start_) end = std::max(end, v);
   return FastOutcome{ok_, end - now_, messages_};
@@ -112,6 +136,7 @@ void FastPath::Evaluation::begin_round() {
   touched_round_.clear();
   round_messages_ = 0;
   round_exclusive_ = true;
+  round_begin_ = usage_->size();
   ++fp_.round_id_;
 }
 
@@ -179,6 +204,7 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
         if (fp_.link_round_[l] == fp_.round_id_) round_exclusive_ = false;
         fp_.link_round_[l] = fp_.round_id_;
       }
+      record(r, shape.route, snd.bytes, shape.duration);
     }
   }
   send_end_[r] = std::max(send_end_[r], end);
@@ -223,6 +249,7 @@ uint32_t FastPath::Evaluation::skip_periodic(uint32_t s) {
 
 // Writes each member's last message end of the exclusive pattern back to its links.
 void FastPath::Evaluation::materialize() {
+  flush_skipped_usage();
   for (uint32_t r = 0; r < p_ && pending_; ++r) {
     if (shapes_[r].route == nullptr || last_msg_end_[r] == INT64_MIN) continue;
     for (LinkId l : *shapes_[r].route) {
@@ -233,9 +260,46 @@ void FastPath::Evaluation::materialize() {
   pending_ = false;
 }
 
-const FastPath::Memo* FastPath::find(const CollectiveTask& spec) const {
-  const Memo* found = nullptr;
-  for (const Memo& m : memo_)
+// Member r's message of `bytes` over `route`: merged into its latest entry when that has the same route and
+// (for a checked round's message) belongs to this round.
+void FastPath::Evaluation::record(uint32_t r, const std::vector<LinkId>* route, double bytes,
+                                  int64_t busy_ps) {
+  std::vector<RouteUsage>& usage = *usage_;
+  uint32_t& e = last_entry_[r];
+  if (e != UINT32_MAX && usage[e].route == route && e >= round_begin_) {
+    usage[e].bytes += bytes;
+    usage[e].busy_ps += busy_ps;
+    return;
+  }
+  e = static_cast<uint32_t>(usage.size());
+  usage.push_back({route, bytes, busy_ps});
+}
+
+// The rounds of the exclusive pattern not yet recorded: one message of its shape per member and round (merged
+// into each member's latest entry, which precedes the current round).
+void FastPath::Evaluation::flush_skipped_usage() {
+  if (skipped_rounds_ == 0) return;
+  std::vector<RouteUsage>& usage = *usage_;
+  for (uint32_t r = 0; r < p_; ++r) {
+    const MessageShape& shape = shapes_[r];
+    if (shape.route == nullptr) continue;
+    double bytes = shape.bytes * static_cast<double>(skipped_rounds_);
+    int64_t busy = shape.duration * static_cast<int64_t>(skipped_rounds_);
+    uint32_t e = last_entry_[r];
+    if (e != UINT32_MAX && usage[e].route == shape.route) {
+      usage[e].bytes += bytes;
+      usage[e].busy_ps += busy;
+    } else {
+      last_entry_[r] = static_cast<uint32_t>(usage.size());
+      usage.push_back({shape.route, bytes, busy});
+    }
+  }
+  skipped_rounds_ = 0;
+}
+
+FastPath::Memo* FastPath::find(const CollectiveTask& spec) {
+  Memo* found = nullptr;
+  for (Memo& m : memo_)
     if (m.plan == spec.plan.get() && m.cpu_servers == spec.reduce_on_cpu_for_servers &&
         m.first_server == spec.first_server && (m.members == &spec.members || *m.members == spec.members))
       found = &m;
@@ -243,10 +307,29 @@ const FastPath::Memo* FastPath::find(const CollectiveTask& spec) const {
 }
 
 FastOutcome FastPath::run(const CollectiveTask& spec, Time now) {
-  if (const Memo* memo = find(spec)) return memo->outcome;
-  memo_.push_back({spec.plan.get(), &spec.members, spec.reduce_on_cpu_for_servers, spec.first_server,
-                   Evaluation(*this, spec, now).run()});
-  return memo_.back().outcome;
+  Memo* memo = find(spec);
+  if (!memo) {
+    memo_.push_back(
+        {spec.plan.get(), &spec.members, spec.reduce_on_cpu_for_servers, spec.first_server, {}, {}});
+    memo = &memo_.back();
+    memo->outcome = Evaluation(*this, spec, now).run(memo->usage);
+  }
+  if (memo->outcome.ok) ++memo->runs;
+  return memo->outcome;
+}
+
+void FastPath::add_usage(std::vector<LinkUsage>& usage) const {
+  for (const Memo& m : memo_) {
+    if (m.runs == 0) continue;
+    int64_t runs = static_cast<int64_t>(m.runs);
+    for (const RouteUsage& u : m.usage)
+      for (LinkId l : *u.route) {
+        LinkUsage& lu = usage.at(l);
+        lu.bytes += u.bytes * static_cast<double>(runs);
+        lu.busy_s += Time::ps(u.busy_ps * runs).seconds();
+        lu.peak_flows = std::max<uint32_t>(lu.peak_flows, 1);
+      }
+  }
 }
 
 }  // namespace ddlsim

@@ -22,18 +22,29 @@ class FastPath {
   explicit FastPath(Transport& transport) : transport_(transport) {}
   // The outcome of `spec` started at `now` on an idle network (memoised).
   FastOutcome run(const CollectiveTask& spec, Time now);
+  // Adds what the collectives run so far put on each link (bytes, busy time, one message at a time) to
+  // `usage` (indexed by link id). An evaluation keeps its usage by route with its memo, counted per run, and
+  // spreads it over the links only here.
+  void add_usage(std::vector<LinkUsage>& usage) const;
 
  private:
   class Evaluation;
   friend class Evaluation;
+  struct RouteUsage {  // what one evaluation's messages put on one route
+    const std::vector<LinkId>* route;
+    double bytes;
+    int64_t busy_ps;
+  };
   struct Memo {
     const CollectivePlan* plan;
     const std::vector<VertexId>* members;
     bool cpu_servers;
     uint32_t first_server;
     FastOutcome outcome;
+    std::vector<RouteUsage> usage;
+    uint64_t runs = 0;  // collectives it stood for
   };
-  const Memo* find(const CollectiveTask& spec) const;
+  Memo* find(const CollectiveTask& spec);
 
   Transport& transport_;
   std::vector<Memo> memo_;
