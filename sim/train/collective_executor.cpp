@@ -65,33 +65,8 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
   for (uint32_t m = 0; m < p; ++m) enter_round(id, m, 0, now);
 }
 
-// Member m enters round s (and the rounds after it that have nothing to wait for).
-void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time now) {
-  Run& run = *runs_[id];
-  const CollectivePlan& plan = *run.plan;
-  while (true) {
-    run.round[m] = s;
-    if (s == plan.rounds()) {
-      if (++run.done == plan.members()) {
-        TaskId t = run.task;
-        runs_[id].reset();
-        done_(t);
-      }
-      return;
-    }
-    send_round(id, run, m, s, now);
-    if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
-    Time delay = reduce_delay(run, m, s);
-    if (delay > Time()) {
-      events_.schedule(now + delay, EventKind::RoundDone, id, m);
-      return;
-    }
-    ++s;
-  }
-}
-
 // Member m's messages of round s start; its receives still expected are counted (less the early ones).
-void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, uint32_t s, Time now) {
+inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, uint32_t s, Time now) {
   run.scratch.clear();
   run.plan->sends(m, s, run.scratch);
   run.sends_left[m] = static_cast<uint32_t>(run.scratch.size());
@@ -122,6 +97,31 @@ void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, uint32_t 
     } else {
       run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now);
     }
+  }
+}
+
+// Member m enters round s (and the rounds after it that have nothing to wait for).
+void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time now) {
+  Run& run = *runs_[id];
+  const CollectivePlan& plan = *run.plan;
+  while (true) {
+    run.round[m] = s;
+    if (s == plan.rounds()) {
+      if (++run.done == plan.members()) {
+        TaskId t = run.task;
+        runs_[id].reset();
+        done_(t);
+      }
+      return;
+    }
+    send_round(id, run, m, s, now);
+    if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
+    Time delay = reduce_delay(run, m, s);
+    if (delay > Time()) {
+      events_.schedule(now + delay, EventKind::RoundDone, id, m);
+      return;
+    }
+    ++s;
   }
 }
 
