@@ -13,6 +13,7 @@ LinkId FlowNetwork::add_link(Rate capacity, Time latency) {
   l.capacity = capacity.value;
   l.latency = latency;
   links_.push_back(std::move(l));
+  if (!stats_.empty()) stats_.emplace_back();  // (sized at the first flow)
   return static_cast<LinkId>(links_.size() - 1);
 }
 
@@ -38,7 +39,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     id = static_cast<FlowId>(flows_.size());
     flows_.emplace_back();
   }
-  if (stats_.size() < links_.size()) stats_.resize(links_.size());  // on the first flow: none without flows
+  if (stats_.empty()) stats_.resize(links_.size());  // on the first flow: none without flows
   Flow& f = flows_[id];
   f.route.assign(route.begin(), route.end());
   f.slot.resize(route.size());
