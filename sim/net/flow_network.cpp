@@ -13,6 +13,7 @@ LinkId FlowNetwork::add_link(Rate capacity, Time latency) {
   l.capacity = capacity.value;
   l.latency = latency;
   links_.push_back(std::move(l));
+  if (!stats_.empty()) stats_.emplace_back();  // (sized at the first flow)
   return static_cast<LinkId>(links_.size() - 1);
 }
 
@@ -38,6 +39,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     id = static_cast<FlowId>(flows_.size());
     flows_.emplace_back();
   }
+  if (stats_.empty()) stats_.resize(links_.size());  // on the first flow: none without flows
   Flow& f = flows_[id];
   f.route.assign(route.begin(), route.end());
   f.slot.resize(route.size());
@@ -45,6 +47,11 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     Link& l = links_[route[i]];
     f.slot[i] = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
+    LinkStats& u = stats_[route[i]];
+    u.bytes += bytes;
+    uint32_t on = static_cast<uint32_t>(l.flows.size());
+    if (on == 1) u.busy_since = now.picoseconds();
+    if (on > u.peak) u.peak = on;
   }
   f.remaining = bytes;
   f.rate = 0;
@@ -129,6 +136,7 @@ uint64_t FlowNetwork::pop_completion() {
           break;
         }
     }
+    if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
       dirty_links_.push_back(f.route[i]);
@@ -402,6 +410,18 @@ bool FlowNetwork::solve_region() {
     left -= todo_.size();
   }
   return shared;
+}
+
+std::vector<LinkUsage> FlowNetwork::link_usage() const {
+  std::vector<LinkUsage> out(links_.size());
+  for (LinkId l = 0; l < links_.size(); ++l) {
+    out[l].link = l;
+    if (l >= stats_.size()) continue;
+    out[l].bytes = stats_[l].bytes;
+    out[l].busy_s = Time::ps(stats_[l].busy_ps).seconds();
+    out[l].peak_flows = stats_[l].peak;
+  }
+  return out;
 }
 
 std::vector<FlowId> FlowNetwork::active_flow_ids() const {

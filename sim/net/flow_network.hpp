@@ -20,6 +20,15 @@ namespace ddlsim {
 using LinkId = uint32_t;
 using FlowId = uint32_t;
 
+// What one directed link carried: bytes, the time it was busy (at least one flow on it), and the most flows
+// on it at once.
+struct LinkUsage {
+  LinkId link = 0;
+  double bytes = 0;
+  double busy_s = 0;
+  uint32_t peak_flows = 0;
+};
+
 class FlowNetwork {
  public:
   LinkId add_link(Rate capacity, Time latency);
@@ -48,6 +57,11 @@ class FlowNetwork {
   // Flow ids currently active (for tests and property checks).
   std::vector<FlowId> active_flow_ids() const;
 
+  // Per-link usage: bytes of the flows routed over a link (counted when they start), the time it had at
+  // least one flow (counted when its last flow leaves), the most flows it had at once. One entry per link, in
+  // id order.
+  std::vector<LinkUsage> link_usage() const;
+
   // Statistics for benchmarks.
   uint64_t flows_started() const { return flows_started_; }
   uint64_t region_solves() const { return solves_; }
@@ -73,6 +87,12 @@ class FlowNetwork {
     uint32_t checked = 0;  // check_ when load and top below are current
     double load = 0;       // sum of the flows' rates (trial rates for region flows)
     double top = 0;        // the largest of those rates
+  };
+  struct LinkStats {  // kept apart from Link (the solver never reads them), sized at the first flow
+    double bytes = 0;
+    int64_t busy_ps = 0;
+    int64_t busy_since = 0;  // when its current flows' first one started
+    uint32_t peak = 0;
   };
   struct Flow {
     std::vector<LinkId> route;
@@ -108,6 +128,7 @@ class FlowNetwork {
   void heap_update(FlowId id);
 
   std::vector<Link> links_;
+  std::vector<LinkStats> stats_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_flows_;
   std::vector<FlowId> new_flows_;

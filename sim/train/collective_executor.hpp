@@ -1,0 +1,63 @@
+#pragma once
+// Runs collective tasks for the Engine. An isolated collective that starts on an idle network goes by the
+// max-plus fast path (FastPath) when that is exact; every other one runs its round plan on the flow model: a
+// per-member state machine that enters round s when its sends and receives of round s-1 are done and it has
+// reduced what it received (EventKind::RoundDone after the reduce time). Messages that arrive before their
+// receiver reached their round are counted early. Messages are flows tagged with message_tag(); a message
+// from a member to itself completes by an EventKind::MessageDone event.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/train/event_core.hpp"
+#include "sim/train/fast_path.hpp"
+#include "sim/train/task_graph.hpp"
+#include "sim/train/transport.hpp"
+
+namespace ddlsim {
+
+class CollectiveExecutor {
+ public:
+  // `done(t)` is called when collective task t ends by the flow model; fast-path collectives and empty plans
+  // end by an EventKind::TaskEnd event instead.
+  CollectiveExecutor(Transport& transport, EventQueue& events, EngineStats& stats,
+                     std::function<void(TaskId)> done);
+  ~CollectiveExecutor();
+  // Starts collective task t at `now`; `fast` allows the fast path.
+  void start(TaskId t, const CollectiveTask& spec, bool fast, Time now);
+  // Flow tags of collective messages have the top bit set.
+  static bool is_message_tag(uint64_t tag) { return (tag & kMessageTag) != 0; }
+  // A flow with a message tag completed.
+  void flow_done(uint64_t tag, Time now) {
+    message_done(static_cast<uint32_t>((tag >> 32) & 0x7fffffff), static_cast<uint32_t>(tag), now);
+  }
+  // The MessageDone event (a, b) = (run, message slot).
+  void message_done(uint32_t run, uint32_t slot, Time now);
+  // The RoundDone event (a, b) = (run, member): its reduction ended, it enters its next round.
+  void round_done(uint32_t run, uint32_t member, Time now);
+  // Adds the fast path's link usage to `usage` (the flow network's, indexed by link id).
+  void add_fast_usage(std::vector<LinkUsage>& usage) const { fast_.add_usage(usage); }
+
+ private:
+  static constexpr uint64_t kMessageTag = 1ULL << 63;
+  struct Message {
+    uint32_t from, to, round, parts;
+  };
+  struct Run;
+  bool start_fast(TaskId t, const CollectiveTask& spec, Time now);
+  void enter_round(uint32_t run, uint32_t member, uint32_t round, Time now);
+  void send_round(uint32_t id, Run& run, uint32_t member, uint32_t round, Time now);
+  void round_complete(uint32_t run, uint32_t member, Time now);
+  Time reduce_delay(const Run& run, uint32_t member, uint32_t round) const;
+
+  Transport& transport_;
+  EventQueue& events_;
+  EngineStats& stats_;
+  std::function<void(TaskId)> done_;
+  FastPath fast_;
+  std::vector<std::unique_ptr<Run>> runs_;
+};
+
+}  // namespace ddlsim

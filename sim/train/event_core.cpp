@@ -1,0 +1,31 @@
+#include "sim/train/event_core.hpp"
+
+namespace ddlsim {
+
+TaskScheduler::TaskScheduler(const TaskGraph& graph)
+    : graph_(graph), waiting_(graph.size()), busy_(graph.resource_count()), queue_(graph.resource_count()) {}
+
+bool TaskScheduler::acquire(TaskId t) {
+  uint32_t res = graph_.task(t).resource;
+  if (res == kNoResource) return true;
+  if (busy_[res]) {
+    queue_[res].push(t);
+    return false;
+  }
+  busy_[res] = true;
+  return true;
+}
+
+TaskId TaskScheduler::release(TaskId t) {
+  uint32_t res = graph_.task(t).resource;
+  if (res == kNoResource) return kNone;
+  if (queue_[res].empty()) {
+    busy_[res] = false;
+    return kNone;
+  }
+  TaskId next = queue_[res].front();
+  queue_[res].pop();
+  return next;
+}
+
+}  // namespace ddlsim

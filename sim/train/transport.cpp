@@ -1,0 +1,47 @@
+#include "sim/train/transport.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ddlsim {
+
+Transport::Transport(const Topology& topo, const CommModel& comm, EventQueue& events)
+    : comm_(comm), events_(events), router_(topo) {
+  topo.build_network(net_);
+}
+
+void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate) {
+  const std::vector<LinkId>& route = router_.route(src, dst);
+  const CommRange& range = (router_.same_node(src, dst) ? comm_.intra : comm_.inter).lookup(bytes);
+  latency = net_.route_latency(route) + range.alpha;
+  rate = net_.route_capacity(route).value * range.efficiency;
+  if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
+}
+
+uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now) {
+  if (now < isolated_until_)
+    throw std::logic_error("a transfer started while an isolated collective owned the network");
+  const CommClass& cls = router_.same_node(src, dst) ? comm_.intra : comm_.inter;
+  const CommRange& range = cls.lookup(bytes);
+  uint32_t paths = router_.same_node(src, dst) ? 1 : std::max<uint32_t>(1, comm_.multipath);
+  for (uint32_t p = 0; p < paths; ++p) {
+    const std::vector<LinkId>& route = router_.route(src, dst, p);
+    double rate_cap = net_.route_capacity(route).value * range.efficiency;
+    if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
+    if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
+    uint32_t slot;
+    if (free_requests_.empty()) {
+      slot = static_cast<uint32_t>(requests_.size());
+      requests_.emplace_back();
+    } else {
+      slot = free_requests_.back();
+      free_requests_.pop_back();
+    }
+    requests_[slot] = FlowRequest{&route, bytes / paths, rate_cap, tag};
+    ++pending_flow_starts_;
+    events_.schedule(now + net_.route_latency(route) + range.alpha, EventKind::FlowStart, slot);
+  }
+  return paths;
+}
+
+}  // namespace ddlsim
