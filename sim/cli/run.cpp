@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -20,7 +21,10 @@ CommandSpec run_spec(const char* name, const char* usage, const char* descriptio
       ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)")  //
       ("stats", "add engine statistics (messages, flows, events) to the output")                   //
       ("trace", po::value<std::string>()->value_name("FILE"),
-       "write a Perfetto/Chrome trace of the first strategy at the first node count");
+       "write a Perfetto/Chrome trace of the first strategy at the first node count")  //
+      ("links", po::value<int64_t>()->value_name("N"),
+       "instead of the results, list each run's N most-loaded links: bytes, busy share of the run, peak "
+       "concurrent flows");
   add_jobs_option(spec.options);
   return spec;
 }
@@ -42,6 +46,19 @@ Record collective_record(const CollectiveResult& r, bool stats) {
   return rec;
 }
 
+// The most-loaded links of one simulation, a row each.
+void add_link_rows(Report& report, const std::string& strategy, int64_t gpus,
+                   const std::vector<LinkLoad>& links) {
+  for (size_t i = 0; i < links.size(); ++i)
+    report.results.push_back({{"strategy", strategy},
+                              {"gpus", gpus},
+                              {"rank", static_cast<int64_t>(i + 1)},
+                              {"link", links[i].link},
+                              {"bytes", static_cast<int64_t>(std::llround(links[i].bytes))},
+                              {"busy_share", links[i].busy_share},
+                              {"peak_flows", static_cast<int64_t>(links[i].peak_flows)}});
+}
+
 int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override) {
   Scenario sc = load_scenario(path, a.sets);
   EngineOptions opts;
@@ -49,16 +66,28 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   bool stats = a.has("stats");
   std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
   if (nodes_override) check_node_counts(sc.cluster, counts, command_line("--nodes"));
+  const size_t links = static_cast<size_t>(count_option(a, "links", 1).value_or(0));
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
+  if (links > 0) {
+    report.title = fmt::format("{}: the {} most-loaded links of each run", sc.name, links);
+    report.notes.push_back(
+        "bytes: carried over the whole run (warm-up and the initial broadcast included); busy_share: time "
+        "with at "
+        "least one flow or message on the link / the run's length; links are directed (from > to)");
+  }
   if (sc.collective) {
     report.title = fmt::format("{}: {} of {} on {}", sc.name, collective_name(sc.collective->kind),
                                format_bytes(Bytes{sc.collective->bytes}), sc.cluster.name);
     for (const Strategy& st : sc.strategies)
-      for (int64_t n : counts)
-        report.results.push_back(
-            collective_record(run_collective_workload(sc.cluster, *sc.collective, st, n, opts), stats));
+      for (int64_t n : counts) {
+        CollectiveResult r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
+        if (links > 0)
+          add_link_rows(report, r.strategy, r.gpus, r.links);
+        else
+          report.results.push_back(collective_record(r, stats));
+      }
   } else {
     TrainingOptions topts;
     topts.engine = opts;
@@ -66,7 +95,13 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     topts.jobs = jobs_option(a);
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();
-    report = run_training_report(sc, counts, topts, stats);
+    topts.top_links = links;
+    if (links > 0) {
+      for (const TrainingResult& r : run_training(sc, counts, topts))
+        add_link_rows(report, r.strategy, r.gpus, r.links);
+    } else {
+      report = run_training_report(sc, counts, topts, stats);
+    }
   }
   write_report(std::cout, a.format, report);
   return 0;

@@ -67,7 +67,8 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
 }
 
 CollectiveResult run_collective_workload(const ClusterConfig& config, const CollectiveWorkload& workload,
-                                         const Strategy& st, int64_t nodes, EngineOptions options) {
+                                         const Strategy& st, int64_t nodes, EngineOptions options,
+                                         size_t top) {
   const PsOptions* ps = std::get_if<PsOptions>(&st.options);
   const AllreduceOptions* ar = std::get_if<AllreduceOptions>(&st.options);
   Algorithm algo = ps ? Algorithm::ParameterServer : ar->algorithm;
@@ -111,6 +112,7 @@ CollectiveResult run_collective_workload(const ClusterConfig& config, const Coll
   r.algbw = r.time_s > 0 ? workload.bytes / r.time_s : 0;
   r.busbw = r.algbw * bus_factor(workload.kind, p);
   r.stats = engine.stats();
+  r.links = top_links(engine, cluster.topo, t, top);
   return r;
 }
 

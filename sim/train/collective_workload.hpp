@@ -18,6 +18,7 @@ struct CollectiveResult {
   double algbw = 0;  // bytes / time
   double busbw = 0;  // algbw * nccl-tests bus factor (2(p-1)/p for allreduce)
   EngineStats stats;
+  std::vector<LinkLoad> links;  // the `top_links` most-loaded links
 };
 
 // nccl-tests bus-bandwidth factor for a collective kind on p ranks.
@@ -32,7 +33,8 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
 // Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError (at the strategy)
 // when the plan does not fit the cluster.
 CollectiveResult run_collective_workload(const ClusterConfig& cluster, const CollectiveWorkload& workload,
-                                         const Strategy& strategy, int64_t nodes, EngineOptions options = {});
+                                         const Strategy& strategy, int64_t nodes, EngineOptions options = {},
+                                         size_t top_links = 0);
 
 // The same for a scenario with a collective workload.
 CollectiveResult run_collective_workload(const Scenario& scenario, const Strategy& strategy, int64_t nodes,

@@ -125,4 +125,15 @@ std::string link_name(const Topology& topo, LinkId l) {
   return topo.vertex(link.from).name + " > " + topo.vertex(link.to).name;
 }
 
+std::vector<LinkLoad> top_links(const Engine& engine, const Topology& topo, Time makespan, size_t n) {
+  std::vector<LinkUsage> usage = engine.link_usage();
+  std::stable_sort(usage.begin(), usage.end(),
+                   [](const LinkUsage& a, const LinkUsage& b) { return a.bytes > b.bytes; });
+  std::vector<LinkLoad> out;
+  for (size_t i = 0; i < std::min(n, usage.size()) && usage[i].bytes > 0; ++i)
+    out.push_back({link_name(topo, usage[i].link), usage[i].bytes,
+                   makespan > Time() ? usage[i].busy_s / makespan.seconds() : 0, usage[i].peak_flows});
+  return out;
+}
+
 }  // namespace ddlsim

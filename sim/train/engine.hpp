@@ -63,6 +63,16 @@ class Engine {
   DeviceModel device_;
 };
 
+// One of the most-loaded links of a run, for reports.
+struct LinkLoad {
+  std::string link;       // link_name
+  double bytes = 0;       // carried over the whole run
+  double busy_share = 0;  // time with at least one flow on it / the run's length
+  uint32_t peak_flows = 0;
+};
+// The `n` links that carried the most bytes (ties by link id), over a run of length `makespan`.
+std::vector<LinkLoad> top_links(const Engine& engine, const Topology& topo, Time makespan, size_t n);
+
 // A directed link named by its two vertices, as `ddlsim describe` prints routes: "n0.gpu0 > n0.pcie0".
 std::string link_name(const Topology& topo, LinkId l);
 

@@ -205,7 +205,7 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
   Built built = builder.build();
   built.graph.finalize();
   Engine engine(cluster.topo, cluster.comm, built.graph, opts.engine);
-  engine.run();
+  Time makespan = engine.run();
   const auto& rec = engine.records();
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
   TrainingResult r;
@@ -291,6 +291,7 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
     r.busy_allreduce = sum / p;
   }
   r.stats = engine.stats();
+  r.links = top_links(engine, cluster.topo, makespan, opts.top_links);
   if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);
   return r;
 }

@@ -15,6 +15,7 @@ namespace ddlsim {
 struct TrainingOptions {
   EngineOptions engine;
   std::string trace_file;  // Perfetto trace of the first run, when set
+  size_t top_links = 0;    // report this many most-loaded links per simulation
   int jobs = 0;            // simulations run at once (threads); 0: one per CPU this process may use
   // Called after each finished simulation of run_training (from its worker threads, one call at a time).
   std::function<void(size_t done, size_t total)> progress;
@@ -42,6 +43,7 @@ struct TrainingResult {
   // preprocessing; host-side loader threads run no GPU kernels), compute busy; the last two on worker 0.
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
   EngineStats stats;
+  std::vector<LinkLoad> links;  // the most-loaded links (TrainingOptions::top_links)
 };
 
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,

@@ -91,3 +91,13 @@ TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
   EXPECT_NE(out.find("comm intra   (unused"), std::string::npos) << out;
   EXPECT_EQ(out.find("comm intra any size"), std::string::npos) << out;
 }
+
+TEST(ShippedScenarios, LinksListsTheParameterServersLinkFirst) {
+  // star-ps-vs-ring: p = 16 workers push n = 100 MB to one dedicated server and pull it back, so the server's
+  // cable carries p·n = 1.6e9 bytes each way, more than any other link (a worker's carries n each way).
+  auto [status, out] = ddlsim_test::run_ddlsim("run scenarios/star-ps-vs-ring.yaml --links 2 --format csv");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("strategy,gpus,rank,link,bytes,busy_share,peak_flows\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("ps,16,1,server0 > switch,1600000000,"), std::string::npos) << out;
+  EXPECT_NE(out.find("ps,16,2,switch > server0,1600000000,"), std::string::npos) << out;
+}
