@@ -118,7 +118,9 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit) {
   Strategy st;
   st.name = st.label = p.strategy;
   if (p.strategy == "ps") {
-    st.options = PsOptions{p.placement, PsMode::Sync, 0, 8e6, false};
+    PsOptions ps;
+    ps.placement = p.placement;
+    st.options = ps;
   } else {
     AllreduceOptions a;
     if (p.collective == CollectiveKind::Broadcast)

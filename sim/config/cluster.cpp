@@ -51,9 +51,9 @@ std::string find_calibration_file(const YamlNode& node) {
   node.fail(fmt::format("no calibration file \"{}\"", name));
 }
 
-const std::vector<std::string> kClusterKeys = {"topology",  "name",        "nodes",   "gpus_per_node",
-                                               "gpu",       "node",        "network", "comm",
-                                               "max_nodes", "description", "source"};
+const std::vector<std::string> kClusterKeys = {"topology",  "name",       "nodes",       "gpus_per_node",
+                                               "gpu",       "node",       "network",     "comm",
+                                               "max_nodes", "host_cores", "description", "source"};
 
 // The scenario's cluster map over its topology file's: a key of the first, else of the second.
 struct Layers {
@@ -306,7 +306,7 @@ CommClass parse_comm_ranges(const YamlNode& list) {
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
-                    "calibration", "intra", "inter", "reduce"});
+                    "calibration", "intra", "inter", "reduce", "transports"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -323,6 +323,16 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     for (ReduceRange& r : m.reduce) r.gamma_gpu = 1.0 / g->as_rate().value;
   if (auto g = comm.get("reduce_bandwidth_cpu"))
     for (ReduceRange& r : m.reduce) r.gamma_cpu = 1.0 / g->as_rate().value;
+  if (auto t = comm.get("transports")) {
+    for (const std::string& name : t->keys()) {
+      YamlNode n = (*t)[name];
+      n.expect_keys({"overhead", "cpu_rate", "source"});
+      HostTransport h;
+      if (auto o = n.get("overhead")) h.overhead = o->as_time();
+      if (auto r = n.get("cpu_rate")) h.cpu_rate = r->as_rate().value;  // the unit parser rejects <= 0
+      m.transports[name] = h;
+    }
+  }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");
@@ -420,6 +430,11 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
     int64_t v = g->as_int();
     if (v < 1 || v > 64) g->fail("gpus_per_node must be between 1 and 64");
     c.gpus_per_node = static_cast<int>(v);
+  }
+  if (auto h = L.get("host_cores")) {
+    int64_t v = h->as_int();
+    if (v < 1 || v > 4096) h->fail("host_cores must be between 1 and 4096");
+    c.host_cores = static_cast<int>(v);
   }
   c.gpu = parse_gpu(L.require("gpu"));
   // The scenario's comm keys apply on top of its topology's, one key at a time.

@@ -1,6 +1,7 @@
 #include "sim/config/scenario.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 
 #include "sim/config/cluster.hpp"
@@ -56,6 +57,15 @@ Scenario parse_scenario(const YamlNode& root) {
                                : configure_strategy(name, label, options));
   }
   if (s.strategies.empty()) strategies.fail("list at least one strategy");
+  for (const Strategy& st : s.strategies) {
+    const PsOptions* ps = std::get_if<PsOptions>(&st.options);
+    if (!ps || s.cluster.comm.transports.count(ps->transport)) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, t] : s.cluster.comm.transports) names.push_back(name);
+    ps->transport_where.fail(
+        fmt::format("unknown transport \"{}\" ({}; add one under cluster.comm.transports)", ps->transport,
+                    fmt::join(names, ", ")));
+  }
   s.reference_gpus = root.get_int("reference_gpus", 0);
   if (s.reference_gpus < 0) root["reference_gpus"].fail("must be >= 0 (0: the smallest configuration)");
   s.reference_where = root.has("reference_gpus") ? root["reference_gpus"].where() : root.where();

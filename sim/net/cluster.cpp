@@ -27,6 +27,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   c.gpu = config.gpu;
   c.comm = config.comm;
   c.gpus_per_node = config.gpus_per_node;
+  c.host_cores = config.host_cores;
   std::vector<VertexId> endpoints;
   Topology& t = c.topo;
   const std::optional<NodeInterior>& node = config.node;

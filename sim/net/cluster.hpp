@@ -32,6 +32,7 @@ struct ClusterConfig {
   Where nodes_where;
   int64_t max_nodes = 0;  // the system's size (0: not given)
   int gpus_per_node = 1;
+  int host_cores = 0;  // CPU cores of a host (a worker node, a dedicated server host); 0: unlimited
   GpuSpec gpu;
   CommModel comm;
   std::optional<NodeInterior> node;  // none: every GPU is its own host on the fabric
@@ -47,6 +48,7 @@ struct Cluster {
   std::vector<VertexId> gpus;     // rank order
   std::vector<VertexId> cpus;     // one per worker node; the node's first GPU when the node has no interior
   std::vector<VertexId> servers;  // dedicated parameter-server hosts
+  int host_cores = 0;             // cores per host; 0: unlimited
   CommModel comm;
 };
 

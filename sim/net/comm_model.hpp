@@ -4,6 +4,8 @@
 // rendezvous), for messages inside a node and across nodes; and the per-byte reduction cost (gamma) on GPUs
 // and on parameter-server CPUs. Defaults are the ideal network (no overhead); calibration fits the numbers.
 #include <limits>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "sim/core/units.hpp"
@@ -34,11 +36,27 @@ struct ReduceRange {
   double gamma_cpu = 0;  // seconds per byte aggregated on a CPU (parameter servers)
 };
 
+// The host side of a message transport: CPU time the sending and the receiving host each spend on one message
+// (system calls, RPC framing, wake-ups) and per byte (serialisation, copies, the kernel's TCP/IP stack), on
+// top of the wire. Charged to the hosts' cores by the strategies that move data through host software
+// (parameter servers). `rdma`, `nccl` and `ideal` spend none: the NIC or the GPU moves the bytes.
+struct HostTransport {
+  Time overhead;        // CPU time per message, at each end
+  double cpu_rate = 0;  // bytes one core processes per second, at each end; 0: no per-byte cost
+  double cpu_seconds(double bytes) const {
+    return overhead.seconds() + (cpu_rate > 0 ? bytes / cpu_rate : 0);
+  }
+  bool free() const { return overhead == Time() && cpu_rate == 0; }
+};
+
 struct CommModel {
   CommClass intra;                                                // both ends in one node
   CommClass inter;                                                // across nodes
   std::vector<ReduceRange> reduce = std::vector<ReduceRange>(1);  // sorted by max_bytes, last one unbounded
   uint32_t multipath = 1;  // split each transfer over this many routes (1 = minimal only)
+  // Named host transports (`transport:` of a strategy): the built-in ideal, rdma and nccl, plus the comm
+  // map's `transports:`.
+  std::map<std::string, HostTransport> transports = {{"ideal", {}}, {"rdma", {}}, {"nccl", {}}};
   // Seconds to reduce `bytes` arriving in operands of `operand` bytes each, on a CPU or a GPU.
   double reduce_seconds(double bytes, double operand, bool cpu) const {
     for (const ReduceRange& r : reduce)

@@ -38,7 +38,9 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
   if (collective == CollectiveKind::Allreduce) {
     if (n == "ps") {
       if (!o.name_only()) o.expect_keys({"name", "label", "servers", "placement", "link"});
-      s.options = PsOptions{parse_server_placement(o), PsMode::Sync, 0, 8e6, false};
+      PsOptions ps;
+      ps.placement = parse_server_placement(o);
+      s.options = ps;
       return s;
     }
     fits = allreduce_algorithm(n, a.algorithm);

@@ -3,16 +3,19 @@
 namespace ddlsim {
 
 TaskScheduler::TaskScheduler(const TaskGraph& graph)
-    : graph_(graph), waiting_(graph.size()), busy_(graph.resource_count()), queue_(graph.resource_count()) {}
+    : graph_(graph),
+      waiting_(graph.size()),
+      in_use_(graph.resource_count()),
+      queue_(graph.resource_count()) {}
 
 bool TaskScheduler::acquire(TaskId t) {
   uint32_t res = graph_.task(t).resource;
   if (res == kNoResource) return true;
-  if (busy_[res]) {
+  if (in_use_[res] >= graph_.resource_capacity(res)) {
     queue_[res].push(t);
     return false;
   }
-  busy_[res] = true;
+  ++in_use_[res];
   return true;
 }
 
@@ -20,7 +23,7 @@ TaskId TaskScheduler::release(TaskId t) {
   uint32_t res = graph_.task(t).resource;
   if (res == kNoResource) return kNone;
   if (queue_[res].empty()) {
-    busy_[res] = false;
+    --in_use_[res];
     return kNone;
   }
   TaskId next = queue_[res].front();

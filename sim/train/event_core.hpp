@@ -50,7 +50,8 @@ class EventQueue {
 };
 
 // Which tasks may start: a task is ready when its last predecessor ends, and starts when its resource (if
-// any) is free; a resource's waiting tasks start in the order they became ready.
+// any) has a free slot (exclusive resources have one; a host CPU has one per core); a resource's waiting
+// tasks start in the order they became ready.
 class TaskScheduler {
  public:
   static constexpr TaskId kNone = UINT32_MAX;
@@ -80,7 +81,7 @@ class TaskScheduler {
  private:
   const TaskGraph& graph_;
   std::vector<uint32_t> waiting_;  // unfinished predecessors per task
-  std::vector<bool> busy_;         // per resource
+  std::vector<uint32_t> in_use_;   // tasks running, per resource
   std::vector<std::queue<TaskId>> queue_;
 };
 

@@ -60,7 +60,12 @@ class TaskGraph {
   // `after` cannot start before `before` has ended.
   void depend(TaskId before, TaskId after);
   uint32_t label(const std::string& name);  // interned task names for traces
-  uint32_t add_resource() { return resources_++; }
+  // A resource that runs up to `capacity` tasks at once (a host CPU's cores); the rest wait in FIFO order.
+  uint32_t add_resource(uint32_t capacity = 1) {
+    capacity_.push_back(capacity);
+    return resources_++;
+  }
+  uint32_t resource_capacity(uint32_t r) const { return capacity_[r]; }
 
   size_t size() const { return tasks_.size(); }
   const Task& task(TaskId t) const { return tasks_[t]; }
@@ -88,6 +93,7 @@ class TaskGraph {
   std::vector<uint32_t> preds_;
   std::vector<std::string> labels_{""};
   uint32_t resources_ = 0;
+  std::vector<uint32_t> capacity_;  // per resource
 };
 
 }  // namespace ddlsim

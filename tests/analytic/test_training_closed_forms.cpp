@@ -133,6 +133,46 @@ TEST(TrainingClosedForms, AsyncParameterServerAppliesEachPushAsAnUpdate) {
   }
 }
 
+TEST(TrainingClosedForms, ParameterServerHostSoftwareCostQueuesOnTheServersCores) {
+  // A transport that spends host CPU: per message o = 20 us and a per-byte cost at rate r = 1 GB/s, at each
+  // end: c = o + n/r per message. p = 4 workers (each its own host), one dedicated server host with h cores,
+  // one n = 40 MB chunk, links so fast that the wire time is negligible (B = 1e15 B/s, no latency), no
+  // reduction cost. A worker's own path per step is forward + backward + 4c (serialise its push, the server
+  // deserialises it, serialises the pull, the worker deserialises it); the server's cores do 2p messages per
+  // step, 2p·c/h of time. With h = p nothing queues; with h = 1 the server's cores bound the step:
+  //   step = max(forward + backward + 4c, 2p·c/h)  (+ wire terms of order n/B).
+  // (Between the two, h = 2, the waves of pushes and pulls interleave with the next step's backward passes
+  // and the step time is not this simple maximum.)
+  const double n = 4 * kLayerGrad, c = 20e-6 + n / 1e9;
+  for (int h : {1, 4}) {
+    SCOPED_TRACE(h);
+    TrainingResult r =
+        run(fmt::format("[{{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: tcp, "
+                        "server_cores: {}}}]",
+                        h),
+            "", 4,
+            {"cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}",
+             "cluster.comm={transports: {tcp: {overhead: 20us, cpu_rate: 1GB/s}}}"});
+    double want = std::max(kForward + kBackward + 4 * c, 2 * 4 * c / h);
+    EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+  }
+}
+
+TEST(TrainingClosedForms, ColocatedServersShareTheirHostsCpu) {
+  // One worker node holding all k colocated servers: they share its CPU (one accumulator at R = 10 GB/s), so
+  // k = 8 shards take as long as one: sums n/R and the update 4/3·n/R in total, whatever k. (Each server
+  // used to get a CPU of its own: k = 8 ran the sums 8 times faster.) One GPU, its host also the servers'
+  // host: the transfers stay inside it.
+  const std::vector<std::string> cpu = {"cluster.comm={reduce_bandwidth_cpu: 10GB/s}"};
+  double one =
+      run("[{name: ps, servers: 1, placement: colocated, chunk_size: 100MB}]", "", 1, cpu).step_time_s;
+  double eight =
+      run("[{name: ps, servers: 8, placement: colocated, chunk_size: 100MB}]", "", 1, cpu).step_time_s;
+  const double n = 4 * kLayerGrad, R = 10e9;
+  EXPECT_NEAR(one, kForward + kBackward + n / R + 4.0 / 3.0 * n / R, one * 1e-6);
+  EXPECT_NEAR(eight, one, one * 1e-9);
+}
+
 TEST(TrainingClosedForms, OverlapSlowdownStretchesComputeUnderResidentKernels) {
   // compute.overlap_slowdown s: compute on a GPU while one of its collective kernels is resident takes s x
   // the overlap longer. Buckets of one layer: the allreduce of bucket b (ring(10 MB) = 612 us) is resident

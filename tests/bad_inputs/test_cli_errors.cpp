@@ -212,6 +212,21 @@ TEST(CliErrors, OverrideIntoListsAndScalarsNamesTheFlag) {
                         "--set: strategies[0].servers: servers must be between 1");
 }
 
+TEST(CliErrors, HostTransportsAndCoresAreChecked) {
+  // A PS strategy's transport must be one the cluster's comm model names; a transport's per-byte rate and a
+  // host's cores must be positive; server_cores describe a dedicated host only.
+  const std::string s = "juwels-ps-vs-allreduce.yaml";
+  expect_override_error(s, "strategies=[{name: ps, transport: grpc}]",
+                        "--set: strategies[0].transport: unknown transport \"grpc\" (ideal, nccl, rdma;");
+  expect_override_error(s, "cluster.comm={transports: {tcp: {overhead: 10us, cpu_rate: 0GB/s}}}",
+                        "--set: cluster.comm.transports.tcp.cpu_rate: bandwidth \"0GB/s\" must be positive");
+  expect_override_error(s, "cluster.comm={transports: {tcp: {overhead: 10}}}",
+                        "--set: cluster.comm.transports.tcp.overhead:");
+  expect_override_error(s, "cluster.host_cores=0", "--set: cluster.host_cores: host_cores must be between 1");
+  expect_override_error(s, "strategies=[{name: ps, placement: colocated, server_cores: 4}]",
+                        "--set: strategies[0].server_cores: server_cores are a dedicated server host's");
+}
+
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
   expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
                         "--set: workload.warmup_steps: warmup_steps must be at least 1");

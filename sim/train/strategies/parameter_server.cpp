@@ -28,10 +28,21 @@ class PsStep : public StepBuilder {
     const uint32_t p = ctx.workers, K = o_.placement.servers;
     const int k = ctx.step;
     const bool sync = o_.mode == PsMode::Sync;
-    if (server_cpu_.empty())
-      for (uint32_t j = 0; j < K; ++j) server_cpu_.push_back(g.add_resource());
+    const HostTransport& transport = c.comm.transports.at(o_.transport);
+    if (accumulator_.empty()) add_resources(g, c);
     uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
              l_upd = g.label("server update");
+    uint32_t l_send = transport.free() ? 0 : g.label("host send"),
+             l_recv = transport.free() ? 0 : g.label("host receive");
+    // The host CPU work of one message at one end, after `after`; the task itself, or `after` when the
+    // transport spends no host CPU.
+    auto host_work = [&](TaskId after, double bytes, uint32_t cpu, uint32_t w, uint32_t label) {
+      if (transport.free()) return after;
+      TaskId t = g.add_delay(Time::from_seconds(transport.cpu_seconds(bytes)), Category::Communication,
+                             static_cast<int32_t>(w), k, label, cpu);
+      g.depend(after, t);
+      return t;
+    };
     std::vector<std::vector<TaskId>> pulls(p);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
     for (size_t ch = 0; ch < ctx.buckets.size(); ++ch) {
@@ -43,16 +54,20 @@ class PsStep : public StepBuilder {
       double bytes = ctx.buckets[ch].bytes / static_cast<double>(targets.size());
       for (uint32_t j : targets) {
         VertexId server = o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()];
+        uint32_t acc = accumulator_[host_of_server_[j]];
         std::vector<TaskId> aggs(p);
         for (uint32_t w = 0; w < p; ++w) {
+          TaskId sent = host_work(ctx.backward[w][ch], bytes, worker_cpu(c, w), w, l_send);
           TaskId push = g.add_transfer(c.gpus[w], server, bytes, static_cast<int32_t>(w), k, l_push);
-          g.depend(ctx.backward[w][ch], push);
+          g.depend(sent, push);
+          TaskId received = host_work(push, bytes, server_cpu_[j], w, l_recv);
           // sync: the push is summed into the shard's accumulator (12 bytes of traffic per parameter);
           // async/ssp: it is applied to the weights at once, an SGD-momentum update (16 bytes, see below).
+          // Servers on one host share its accumulator (its memory bandwidth).
           double cost = (sync ? 1.0 : 4.0 / 3.0) * c.comm.reduce_seconds(bytes, bytes, true);
           aggs[w] = g.add_delay(Time::from_seconds(cost), Category::Communication, static_cast<int32_t>(w), k,
-                                sync ? l_agg : l_upd, server_cpu_[j]);
-          g.depend(push, aggs[w]);
+                                sync ? l_agg : l_upd, acc);
+          g.depend(received, aggs[w]);
           g.depend(aggs[w], barrier);
         }
         TaskId upd = kNoTask;
@@ -61,13 +76,14 @@ class PsStep : public StepBuilder {
           // 4-byte parameter, where a sum moves 12 (two operands read, one written): 4/3 of summing the shard
           // at the CPU's reduction rate (free when the cluster gives none).
           upd = g.add_delay(Time::from_seconds(4.0 / 3.0 * c.comm.reduce_seconds(bytes, bytes, true)),
-                            Category::Communication, -1, k, l_upd, server_cpu_[j]);
+                            Category::Communication, -1, k, l_upd, acc);
           for (uint32_t w = 0; w < p; ++w) g.depend(aggs[w], upd);
         }
         for (uint32_t w = 0; w < p; ++w) {
+          TaskId sent = host_work(upd != kNoTask ? upd : aggs[w], bytes, server_cpu_[j], w, l_send);
           TaskId pull = g.add_transfer(server, c.gpus[w], bytes, static_cast<int32_t>(w), k, l_pull);
-          g.depend(upd != kNoTask ? upd : aggs[w], pull);
-          pulls[w].push_back(pull);
+          g.depend(sent, pull);
+          pulls[w].push_back(host_work(pull, bytes, worker_cpu(c, w), w, l_recv));
         }
       }
     }
@@ -80,9 +96,42 @@ class PsStep : public StepBuilder {
   }
 
  private:
+  // Resources: one accumulator per host that holds servers (a dedicated server's host, or a worker node
+  // with colocated servers: its servers share it, as they share its memory bandwidth); and, when the
+  // transport spends host CPU, each host's cores (worker nodes; dedicated server hosts).
+  void add_resources(TaskGraph& g, const Cluster& c) {
+    const uint32_t K = o_.placement.servers;
+    const uint32_t unlimited = 1u << 30;
+    auto cores = [&](int n) { return n > 0 ? static_cast<uint32_t>(n) : unlimited; };
+    std::vector<uint32_t> host_acc;
+    for (uint32_t j = 0; j < K; ++j) {
+      uint32_t host = o_.placement.dedicated ? j : static_cast<uint32_t>(j % c.cpus.size());
+      if (host >= host_acc.size()) host_acc.resize(host + 1, UINT32_MAX);
+      if (host_acc[host] == UINT32_MAX) host_acc[host] = static_cast<uint32_t>(accumulator_.size());
+      host_of_server_.push_back(host_acc[host]);
+      if (host_acc[host] == accumulator_.size()) accumulator_.push_back(g.add_resource());
+    }
+    if (c.comm.transports.at(o_.transport).free()) {  // no host work: no resources
+      node_cpu_.assign(c.cpus.size(), kNoResource);
+      server_cpu_.assign(K, kNoResource);
+      return;
+    }
+    for (size_t n = 0; n < c.cpus.size(); ++n) node_cpu_.push_back(g.add_resource(cores(c.host_cores)));
+    for (uint32_t j = 0; j < K; ++j)
+      server_cpu_.push_back(o_.placement.dedicated
+                                ? g.add_resource(cores(o_.server_cores > 0 ? o_.server_cores : c.host_cores))
+                                : node_cpu_[j % c.cpus.size()]);
+  }
+  uint32_t worker_cpu(const Cluster& c, uint32_t w) const {
+    return node_cpu_[w / static_cast<uint32_t>(c.gpus_per_node)];
+  }
+
   PsOptions o_;
-  std::vector<uint32_t> server_cpu_;  // one exclusive CPU resource per server shard
-  std::vector<TaskId> barrier_;       // per step: every push of the step applied (the SSP clock)
+  std::vector<uint32_t> accumulator_;     // per host holding servers
+  std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
+  std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)
+  std::vector<uint32_t> server_cpu_;      // per server: its host's cores (costly transports only)
+  std::vector<TaskId> barrier_;           // per step: every push of the step applied (the SSP clock)
 };
 
 }  // namespace
@@ -108,6 +157,18 @@ void configure_ps(Strategy& s, const OptionReader& o) {
       std::string v = o.text("sharding");
       if (v != "layer" && v != "range") o.fail("sharding", "sharding must be layer or range");
       ps.shard_by_layer = v == "layer";
+    }
+    if (o.has("transport")) {
+      ps.transport = o.text("transport");
+      ps.transport_where = o.where("transport");
+    }
+    if (o.has("server_cores")) {
+      int64_t v = o.integer("server_cores");
+      if (v < 1 || v > 4096) o.fail("server_cores", "server_cores must be between 1 and 4096");
+      if (!ps.placement.dedicated)
+        o.fail("server_cores",
+               "server_cores are a dedicated server host's; colocated servers use host_cores");
+      ps.server_cores = static_cast<int>(v);
     }
     if (ps.mode == PsMode::Ssp && ps.staleness < 0) o.fail("staleness", "staleness must be >= 0");
     if (o.has("staleness") && ps.mode != PsMode::Ssp)

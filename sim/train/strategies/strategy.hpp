@@ -55,6 +55,9 @@ struct PsOptions {
   int staleness = 0;  // ssp: a worker may run this many steps ahead of the slowest
   double chunk = 8e6;
   bool shard_by_layer = false;
+  std::string transport = "ideal";  // a host transport of the cluster's comm model
+  Where transport_where;
+  int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
 };
 
 struct Strategy {
