@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -241,4 +242,44 @@ TEST(TrainingClosedForms, LoaderSpreadIsDrawnApartFromComputeJitter) {
   std::vector<std::string> shared = set;
   shared.push_back("workload.loader={kind: native, threads: 1, per_thread: 10}");
   EXPECT_NEAR(run("[ddp]", loader, 1, shared).step_time_s, 0.1, 0.05 * 0.1);
+}
+
+TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
+  // Layers of 30, 10, 10 and 10 MB of gradients (7.5e6, 2.5e6, 2.5e6, 2.5e6 FP32 parameters), k = 2
+  // dedicated servers, p = 4 workers, 4 simulated steps (1 warm-up + 3). Each variable goes whole to one
+  // server, which every worker pushes to and pulls from, so server j's cable carries 4 steps · p · L_j each
+  // way, L_j its variables' bytes:
+  //   round-robin (creation order): L = {30 + 10, 10 + 10} = {40, 20} MB -> 640 MB and 320 MB;
+  //   greedy (least bytes so far):  L = {30, 10 + 10 + 10} = {30, 30} MB -> 480 MB each.
+  // Range sharding splits every chunk over both: 30 MB each as well.
+  auto loads = [](const std::string& sharding) {
+    std::string text = fmt::format(
+        "name: t\n"
+        "cluster: {{nodes: 4, gpus_per_node: 1, gpu: a100-40gb,\n"
+        "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}}}\n"
+        "workload:\n"
+        "  model: {{name: m, layers: [{{params: 7500000, forward_flops: 1GFLOP}}, {{params: 2500000, "
+        "forward_flops: 1GFLOP}},\n"
+        "          {{params: 2500000, forward_flops: 1GFLOP}}, {{params: 2500000, forward_flops: "
+        "1GFLOP}}]}}\n"
+        "  batch_per_gpu: 1\n"
+        "  steps: 3\n"
+        "strategies: [{{name: ps, servers: 2, sharding: {}}}]\n",
+        sharding);
+    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
+    TrainingOptions opts;
+    opts.top_links = 64;
+    std::map<std::string, double> out;
+    std::vector<TrainingResult> results = run_training(sc, {4}, opts);
+    for (const LinkLoad& l : results.at(0).links) out[l.link] = l.bytes;
+    return std::vector<double>{out["server0 > switch"], out["server1 > switch"], out["switch > server0"]};
+  };
+  std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range");
+  EXPECT_NEAR(rr[0], 640e6, 1);
+  EXPECT_NEAR(rr[1], 320e6, 1);
+  EXPECT_NEAR(rr[2], 640e6, 1);
+  EXPECT_NEAR(greedy[0], 480e6, 1);
+  EXPECT_NEAR(greedy[1], 480e6, 1);
+  EXPECT_NEAR(range[0], 480e6, 1);
+  EXPECT_NEAR(range[1], 480e6, 1);
 }

@@ -1,6 +1,8 @@
 // Parameter servers: workers push gradient chunks to k server shards (by byte range, or whole layers round
 // robin), servers sum them (sync) or apply each push (async, bounded-staleness ssp), workers pull the
 // updated shards. Servers run on dedicated hosts or on the workers' nodes.
+#include <algorithm>
+
 #include "sim/train/strategies/strategy.hpp"
 
 namespace ddlsim {
@@ -47,10 +49,12 @@ class PsStep : public StepBuilder {
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
     for (size_t ch = 0; ch < ctx.buckets.size(); ++ch) {
       std::vector<uint32_t> targets;
-      if (o_.shard_by_layer)
-        targets.push_back(static_cast<uint32_t>(ch % K));
-      else
+      if (o_.sharding == PsSharding::Range) {
         for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
+      } else {
+        if (ctx.buckets[ch].bytes <= 0) continue;  // a layer without parameters of its own
+        targets.push_back(variable_server(ctx.workload, ctx.buckets[ch].first_layer));
+      }
       double bytes = ctx.buckets[ch].bytes / static_cast<double>(targets.size());
       for (uint32_t j : targets) {
         VertexId server = o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()];
@@ -122,16 +126,39 @@ class PsStep : public StepBuilder {
                                 ? g.add_resource(cores(o_.server_cores > 0 ? o_.server_cores : c.host_cores))
                                 : node_cpu_[j % c.cpus.size()]);
   }
+  // The server of layer `layer`'s variables: round robin in creation (forward) order, or greedy by bytes.
+  uint32_t variable_server(const Workload& wl, size_t layer) {
+    if (variable_server_.empty()) {
+      const uint32_t K = o_.placement.servers;
+      std::vector<double> load(K, 0);
+      uint32_t next = 0;
+      for (const LayerSpec& l : wl.model.layers) {
+        if (l.params <= 0) {
+          variable_server_.push_back(0);
+          continue;
+        }
+        uint32_t j = next;
+        if (o_.sharding == PsSharding::Greedy)
+          j = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        else
+          next = (next + 1) % K;
+        load[j] += static_cast<double>(l.params) * wl.gradient_bytes;
+        variable_server_.push_back(j);
+      }
+    }
+    return variable_server_[layer];
+  }
   uint32_t worker_cpu(const Cluster& c, uint32_t w) const {
     return node_cpu_[w / static_cast<uint32_t>(c.gpus_per_node)];
   }
 
   PsOptions o_;
-  std::vector<uint32_t> accumulator_;     // per host holding servers
-  std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
-  std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)
-  std::vector<uint32_t> server_cpu_;      // per server: its host's cores (costly transports only)
-  std::vector<TaskId> barrier_;           // per step: every push of the step applied (the SSP clock)
+  std::vector<uint32_t> accumulator_;      // per host holding servers
+  std::vector<uint32_t> host_of_server_;   // index into accumulator_ per server
+  std::vector<uint32_t> node_cpu_;         // per worker node: its cores (costly transports only)
+  std::vector<uint32_t> server_cpu_;       // per server: its host's cores (costly transports only)
+  std::vector<TaskId> barrier_;            // per step: every push of the step applied (the SSP clock)
+  std::vector<uint32_t> variable_server_;  // per layer, for sharding by variable
 };
 
 }  // namespace
@@ -155,8 +182,17 @@ void configure_ps(Strategy& s, const OptionReader& o) {
     if (o.has("chunk_size")) ps.chunk = o.bytes("chunk_size").value;
     if (o.has("sharding")) {
       std::string v = o.text("sharding");
-      if (v != "layer" && v != "range") o.fail("sharding", "sharding must be layer or range");
-      ps.shard_by_layer = v == "layer";
+      if (v == "range")
+        ps.sharding = PsSharding::Range;
+      else if (v == "round-robin" || v == "layer")
+        ps.sharding = PsSharding::RoundRobin;
+      else if (v == "greedy")
+        ps.sharding = PsSharding::Greedy;
+      else
+        o.fail("sharding", "sharding must be range, round-robin (or layer) or greedy");
+      if (ps.sharding != PsSharding::Range && o.has("chunk_size"))
+        o.fail("chunk_size",
+               "chunk_size slices gradients for sharding: range; by variable, each layer is one message");
     }
     if (o.has("transport")) {
       ps.transport = o.text("transport");

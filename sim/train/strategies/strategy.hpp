@@ -48,13 +48,19 @@ struct ServerPlacement {
 ServerPlacement parse_server_placement(const OptionReader& options);
 
 enum class PsMode : uint8_t { Sync, Async, Ssp };
+// How gradients map to server shards: `Range` splits every chunk evenly over all servers (MXNet kvstore's
+// slicing of big arrays, BytePS's partitions); the others send each variable (a layer's parameters) whole to
+// one server, as TensorFlow places variables on PS tasks: `RoundRobin` in creation order
+// (replica_device_setter's default), `Greedy` to the server with the fewest bytes so far
+// (GreedyLoadBalancingStrategy with byte sizes).
+enum class PsSharding : uint8_t { Range, RoundRobin, Greedy };
 
 struct PsOptions {
   ServerPlacement placement;
   PsMode mode = PsMode::Sync;
   int staleness = 0;  // ssp: a worker may run this many steps ahead of the slowest
   double chunk = 8e6;
-  bool shard_by_layer = false;
+  PsSharding sharding = PsSharding::Range;
   std::string transport = "ideal";  // a host transport of the cluster's comm model
   Where transport_where;
   int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
