@@ -283,3 +283,36 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   EXPECT_NEAR(range[0], 480e6, 1);
   EXPECT_NEAR(range[1], 480e6, 1);
 }
+
+TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {
+  // 2 nodes of 4 GPUs (each GPU its own host on a star), one dedicated server, n = 40 MB of gradients, 4
+  // simulated steps. Without local aggregation all p = 8 GPUs push and pull: the server's cable carries
+  // 4·8·n = 1.28 GB each way. With it, each node's first GPU sums its node's gradients and alone pushes and
+  // pulls: 4·2·n = 320 MB; that GPU's own cable then takes in the 3 local chunks and the pull: 4·4·n = 640
+  // MB.
+  auto loads = [](bool local) {
+    std::string text = fmt::format(
+        "name: t\n"
+        "cluster: {{nodes: 2, gpus_per_node: 4, gpu: a100-40gb,\n"
+        "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}}}\n"
+        "workload:\n"
+        "  model: {{name: m, layers: [{{params: 10000000, forward_flops: 1GFLOP}}]}}\n"
+        "  batch_per_gpu: 1\n"
+        "  steps: 3\n"
+        "strategies: [{{name: ps, servers: 1, chunk_size: 100MB, local_aggregation: {}}}]\n",
+        local);
+    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
+    TrainingOptions opts;
+    opts.top_links = 64;
+    std::vector<TrainingResult> results = run_training(sc, {2}, opts);
+    std::map<std::string, double> out;
+    for (const LinkLoad& l : results.at(0).links) out[l.link] = l.bytes;
+    return out;
+  };
+  std::map<std::string, double> plain = loads(false), local = loads(true);
+  EXPECT_NEAR(plain["server0 > switch"], 1.28e9, 1);
+  EXPECT_NEAR(plain["switch > server0"], 1.28e9, 1);
+  EXPECT_NEAR(local["server0 > switch"], 320e6, 1);
+  EXPECT_NEAR(local["switch > server0"], 320e6, 1);
+  EXPECT_NEAR(local["switch > gpu0"], 640e6, 1);
+}

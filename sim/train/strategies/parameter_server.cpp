@@ -47,7 +47,28 @@ class PsStep : public StepBuilder {
     };
     std::vector<std::vector<TaskId>> pulls(p);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
+    // Who pushes: every worker, or with local aggregation each node's first GPU (the leader), after the
+    // node's other GPUs sent it their chunk over the node's links and it summed them on the GPU.
+    const uint32_t G = o_.local_aggregation ? static_cast<uint32_t>(c.gpus_per_node) : 1;
+    uint32_t l_local = G > 1 ? g.label("local aggregate") : 0,
+             l_fanout = G > 1 ? g.label("local broadcast") : 0;
+    std::vector<TaskId> ready(p, kNoTask);
     for (size_t ch = 0; ch < ctx.buckets.size(); ++ch) {
+      for (uint32_t w = 0; w < p; w += G) {
+        ready[w] = ctx.backward[w][ch];
+        if (G == 1) continue;
+        const double chunk = ctx.buckets[ch].bytes;
+        TaskId sum = g.add_compute(ctx.gpu[w],
+                                   Time::from_seconds(c.comm.reduce_seconds(chunk * (G - 1), chunk, false)),
+                                   static_cast<int32_t>(w), k, l_local);
+        g.depend(ctx.backward[w][ch], sum);
+        for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {
+          TaskId t = g.add_transfer(c.gpus[i], c.gpus[w], chunk, static_cast<int32_t>(i), k, l_local);
+          g.depend(ctx.backward[i][ch], t);
+          g.depend(t, sum);
+        }
+        ready[w] = sum;
+      }
       std::vector<uint32_t> targets;
       if (o_.sharding == PsSharding::Range) {
         for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
@@ -59,9 +80,9 @@ class PsStep : public StepBuilder {
       for (uint32_t j : targets) {
         VertexId server = o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()];
         uint32_t acc = accumulator_[host_of_server_[j]];
-        std::vector<TaskId> aggs(p);
-        for (uint32_t w = 0; w < p; ++w) {
-          TaskId sent = host_work(ctx.backward[w][ch], bytes, worker_cpu(c, w), w, l_send);
+        std::vector<TaskId> aggs(p, kNoTask);
+        for (uint32_t w = 0; w < p; w += G) {
+          TaskId sent = host_work(ready[w], bytes, worker_cpu(c, w), w, l_send);
           TaskId push = g.add_transfer(c.gpus[w], server, bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(sent, push);
           TaskId received = host_work(push, bytes, server_cpu_[j], w, l_recv);
@@ -81,13 +102,19 @@ class PsStep : public StepBuilder {
           // at the CPU's reduction rate (free when the cluster gives none).
           upd = g.add_delay(Time::from_seconds(4.0 / 3.0 * c.comm.reduce_seconds(bytes, bytes, true)),
                             Category::Communication, -1, k, l_upd, acc);
-          for (uint32_t w = 0; w < p; ++w) g.depend(aggs[w], upd);
+          for (uint32_t w = 0; w < p; w += G) g.depend(aggs[w], upd);
         }
-        for (uint32_t w = 0; w < p; ++w) {
+        for (uint32_t w = 0; w < p; w += G) {
           TaskId sent = host_work(upd != kNoTask ? upd : aggs[w], bytes, server_cpu_[j], w, l_send);
           TaskId pull = g.add_transfer(server, c.gpus[w], bytes, static_cast<int32_t>(w), k, l_pull);
           g.depend(sent, pull);
-          pulls[w].push_back(host_work(pull, bytes, worker_cpu(c, w), w, l_recv));
+          TaskId pulled = host_work(pull, bytes, worker_cpu(c, w), w, l_recv);
+          pulls[w].push_back(pulled);
+          for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {  // the leader hands the shard on
+            TaskId t = g.add_transfer(c.gpus[w], c.gpus[i], bytes, static_cast<int32_t>(i), k, l_fanout);
+            g.depend(pulled, t);
+            pulls[i].push_back(t);
+          }
         }
       }
     }
@@ -194,6 +221,7 @@ void configure_ps(Strategy& s, const OptionReader& o) {
         o.fail("chunk_size",
                "chunk_size slices gradients for sharding: range; by variable, each layer is one message");
     }
+    if (o.has("local_aggregation")) ps.local_aggregation = o.boolean("local_aggregation");
     if (o.has("transport")) {
       ps.transport = o.text("transport");
       ps.transport_where = o.where("transport");

@@ -64,6 +64,9 @@ struct PsOptions {
   std::string transport = "ideal";  // a host transport of the cluster's comm model
   Where transport_where;
   int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
+  // The GPUs of a node sum their gradients on its first GPU, which alone pushes and pulls, then hands the
+  // pulled shards to the others (TF's replicated mode with parameter servers, MXNet dist_sync_device).
+  bool local_aggregation = false;
 };
 
 struct Strategy {
