@@ -8,6 +8,13 @@
 //                                     (closed loop); messages = flow events (one start or one completion)
 //   ps-incast-1024x8-flow             PS allreduce, 1024 workers pushing to and pulling from 8 dedicated
 //   servers
+//   alps-ring-256-fast / -flow        ring allreduce of 100 MB over 64 nodes x 4 GH200 of
+//   topologies/alps-gh200
+//                                     (Slingshot dragonfly, NVLink inside nodes), fast path vs flow model
+//   dragonfly-ring-256-fast / -flow   ring allreduce of 100 MB over 256 hosts of a dragonfly (8 groups x 4
+//                                     routers x 8 hosts, 25 GB/s host links, 50 GB/s local, 12.5 GB/s
+//                                     global): ring messages share local links within their capacity (fast
+//                                     path by capacity)
 // rss_MB is the process's peak resident set so far (getrusage), so cases run from small to large.
 // Usage: bench_engine [--quick]   (--quick shrinks every case, for smoke tests)
 #include <sys/resource.h>
@@ -68,13 +75,44 @@ std::string star_scenario(int64_t ranks, const std::string& strategy) {
       ranks, strategy);
 }
 
-void collective_case(const std::string& name, int64_t ranks, const std::string& strategy, bool fast) {
-  Scenario sc = scenario_from(star_scenario(ranks, strategy));
+std::string alps_scenario(int64_t nodes, const std::string& strategy) {
+  return fmt::format(
+      "name: bench\n"
+      "cluster: {{topology: {}/topologies/alps-gh200.yaml, nodes: {}}}\n"
+      "workload: {{collective: allreduce, bytes: 100MB}}\n"
+      "strategies:\n  - {}\n",
+      DDLSIM_SOURCE_DIR, nodes, strategy);
+}
+
+std::string dragonfly_scenario(int64_t nodes, const std::string& strategy) {
+  return fmt::format(
+      "name: bench\n"
+      "cluster:\n"
+      "  nodes: {}\n"
+      "  gpus_per_node: 1\n"
+      "  gpu: a100-40gb\n"
+      "  network: {{kind: dragonfly, groups: 8, routers_per_group: 4, hosts_per_router: 8,\n"
+      "            global_links_per_router: 2, link: {{bandwidth: 25GB/s, latency: 500ns}},\n"
+      "            local_link: {{bandwidth: 50GB/s, latency: 300ns}},\n"
+      "            global_link: {{bandwidth: 12.5GB/s, latency: 2us}}}}\n"
+      "workload: {{collective: allreduce, bytes: 100MB}}\n"
+      "strategies:\n  - {}\n",
+      nodes, strategy);
+}
+
+enum class Fabric { Star, Alps, Dragonfly };
+
+// `nodes` of the scenario (ranks on a star or the dragonfly, nodes of 4 GPUs on alps).
+void collective_case(const std::string& name, int64_t nodes, const std::string& strategy, bool fast,
+                     Fabric fabric = Fabric::Star) {
+  Scenario sc = scenario_from(fabric == Fabric::Alps        ? alps_scenario(nodes, strategy)
+                              : fabric == Fabric::Dragonfly ? dragonfly_scenario(nodes, strategy)
+                                                            : star_scenario(nodes, strategy));
   auto t0 = Clock::now();
-  CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), ranks, EngineOptions{fast});
+  CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{fast});
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   print_line(name, r.gpus, r.stats.messages, wall);
-  std::fprintf(stderr, "  %s: simulated %.6f s, %llu fast messages, %llu flows, %llu events\n", name.c_str(),
+  std::fprintf(stderr, "  %s: simulated %.9f s, %llu fast messages, %llu flows, %llu events\n", name.c_str(),
                r.time_s, static_cast<unsigned long long>(r.stats.fast_messages),
                static_cast<unsigned long long>(r.stats.flows),
                static_cast<unsigned long long>(r.stats.events));
@@ -146,6 +184,13 @@ int main(int argc, char** argv) {
     flownet_case(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
     collective_case(fmt::format("ps-incast-{}x8-flow", small), small,
                     "{name: ps, servers: 8, placement: dedicated}", false);
+    int64_t alps_nodes = quick ? 16 : 64;
+    collective_case(fmt::format("alps-ring-{}-fast", 4 * alps_nodes), alps_nodes, "ring", true, Fabric::Alps);
+    collective_case(fmt::format("alps-ring-{}-flow", 4 * alps_nodes), alps_nodes, "ring", false,
+                    Fabric::Alps);
+    int64_t df = quick ? 64 : 256;
+    collective_case(fmt::format("dragonfly-ring-{}-fast", df), df, "ring", true, Fabric::Dragonfly);
+    collective_case(fmt::format("dragonfly-ring-{}-flow", df), df, "ring", false, Fabric::Dragonfly);
     collective_case(fmt::format("ring-{}-fast", large), large, "ring", true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n", e.what());

@@ -3,9 +3,9 @@
 //   event_core           the event queue (time, insertion order) and task readiness with exclusive resources
 //   transport            messages on the flow network (route latency + α, multipath, per-flow bounds)
 //   collective_executor  collectives: round plans message by message on the flow model, or the max-plus fast
-//                        path (fast_path) when a collective is isolated and starts on an idle network and no
-//                        two of its messages overlap in time on a link (exactly when the flow model gives
-//                        each message its full bottleneck rate)
+//                        path (fast_path) when a collective is isolated and starts on an idle network and
+//                        the standalone rates of its messages on a link never sum to more than the link's
+//                        capacity (exactly when the flow model gives each message its standalone rate)
 //   device_model         compute slowed while collective kernels are resident on its GPU
 #include <cstdint>
 #include <memory>

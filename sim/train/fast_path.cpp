@@ -4,26 +4,35 @@
 
 namespace ddlsim {
 
-// Max-plus evaluation of a round plan when every message would get its route's full rate: a member starts
-// round s+1 at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff no two messages
-// are on a link at the same time, which the evaluation checks conservatively (messages are visited round by
-// round, so a message that starts before the last end seen on one of its links aborts the fast path even if
-// the true intervals were disjoint).
+// Max-plus evaluation of a round plan when every message gets its standalone rate: a member starts round s+1
+// at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff, on every link and at
+// every instant, the standalone rates of the messages on it sum to at most its capacity (then that allocation
+// is feasible and every flow sits at its own upper bound - its cap, or its bottleneck link which it fills
+// alone - so it is the max-min one). The evaluation keeps each link's message intervals [drain, end) with
+// their rates. A message that starts at or after everything seen on its links is checked in O(1) per link
+// (the common case: one message at a time); otherwise the intervals it meets are swept and their summed rate
+// plus its own must stay within the capacity (relative slack 1e-9). Intervals that no later message can meet
+// (ending before every member's current round start) are dropped. The check is exact except where the
+// shortcuts below forget intervals: a message draining before a link's hard_end is declined.
 //
 // Two shortcuts keep long plans cheap:
-// - Exclusive pattern: when a checked round had one message per member and no link carried two of them, later
-//   rounds that repeat each member's (peer, size) use the same links, one sender per link, one message after
-//   the other - they cannot overlap, so their link checks are skipped; each member's last message end is
-//   written back to its links before the next checked round (materialize). A skipped round whose pattern
-//   turns out to differ is run again from its start, with the checks.
+// - Exclusive pattern: when a checked round had one message per member, no link carried two of them and each
+//   started after everything before on its links, later rounds that repeat each member's (peer, size) use the
+//   same links, one sender per link, one message after the other - they cannot overlap, so their link checks
+//   are skipped; each member's last message is written back to its links before the next checked round
+//   (materialize; its earlier ones become the links' hard_end). A skipped round whose pattern turns out to
+//   differ is run again from its start, with the checks.
 // - Periodic rounds: when two consecutive rounds have the same plan class and the second starts as a uniform
 //   shift of the first, every further round of that class repeats the shift, so those rounds are skipped
-//   arithmetically.
+//   arithmetically - provided that on every link the round's intervals start after everything before them and
+//   span at most one shift: then the repeats never meet each other, and only the round's own overlaps
+//   (already checked) recur. Its intervals move to the last repeat; the repeats before it become the
+//   hard_end.
 class FastPath::Evaluation {
  public:
   Evaluation(FastPath& fp, const CollectiveTask& spec, Time now);
   // Runs every round; on success fills `usage` with what its messages put on their routes.
-  FastOutcome run(std::vector<RouteUsage>& usage);
+  FastOutcome run(std::vector<RouteUsage>& usage, std::vector<LinkFix>& fixes);
 
  private:
   // Per member, the message it sent last (most plans send the same shape round after round).
@@ -32,11 +41,15 @@ class FastPath::Evaluation {
     double bytes = -1;
     const std::vector<LinkId>* route = nullptr;
     int64_t latency = 0, duration = 0;
+    double rate = 0;
   };
   void begin_round();
   bool skipped_round(uint32_t s);
   void checked_round(uint32_t s);
   bool checked_send(uint32_t r, const Send& snd);
+  LinkState& touch(LinkId l);
+  bool place(LinkId l, int64_t start, int64_t end, double rate);
+  bool fits(LinkId l, LinkState& ls, const Interval& iv);
   void reduce_step(uint32_t s);
   uint32_t skip_periodic(uint32_t s);
   void materialize();
@@ -60,6 +73,16 @@ class FastPath::Evaluation {
   // exclusive pattern not yet recorded.
   std::vector<RouteUsage>* usage_ = nullptr;
   size_t round_begin_ = 0;
+  // Overlaps found (for link usage): entries from fix_begin_ on are the current checked round's.
+  std::vector<LinkFix> fixes_;
+  size_t fix_begin_ = 0;
+  int64_t watermark_ = INT64_MIN;  // no message of this round or a later one drains before it
+  struct SweepEvent {
+    int64_t t;
+    int32_t count;
+    double rate;
+  };
+  std::vector<SweepEvent> sweep_;
   std::vector<uint32_t> last_entry_;
   uint64_t skipped_rounds_ = 0;
   uint64_t messages_ = 0, round_messages_ = 0;
@@ -68,6 +91,12 @@ class FastPath::Evaluation {
   bool pending_ = false;         // last_msg_end_ holds ends not yet written to the links
   bool round_exclusive_ = true;  // the current checked round had one message per member, one per link
 };
+
+namespace {
+// Relative slack of the capacity check: the summed rates of a link may exceed its capacity by this much
+// (the flow model's rates then differ from the standalone ones by as little).
+constexpr double kCapacitySlack = 1e-9;
+}  // namespace
 
 FastPath::Evaluation::Evaluation(FastPath& fp, const CollectiveTask& spec, Time now)
     : fp_(fp),
@@ -85,12 +114,10 @@ FastPath::Evaluation::Evaluation(FastPath& fp, const CollectiveTask& spec, Time 
       shapes_(p_),
       last_msg_end_(p_, INT64_MIN),
       last_entry_(p_, UINT32_MAX) {
-  size_t links = fp.transport_.net().link_count();
-  if (fp.last_end_.empty()) fp.last_end_.assign(links, INT64_MIN);
-  if (fp.link_round_.empty()) fp.link_round_.assign(links, 0);
+  if (fp.links_.empty()) fp.links_.resize(fp.transport_.net().link_count());
 }
 
-FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage) {
+FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage, std::vector<LinkFix>& fixes) {
   usage_ = &usage;
   uint32_t rounds = plan_.rounds();
   for (uint32_t s = 0; s < rounds && ok_; ++s) {
@@ -110,22 +137,40 @@ FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage) {
     uint32_t more = skip_periodic(s);
     if (skip) {
       skipped_rounds_ += 1 + more;
-    } else if (more > 0) {  // the skipped rounds repeat this one's messages
+    } else if (more > 0) {  // the skipped rounds repeat this one's messages and overlaps
       for (size_t i = round_begin_; i < usage.size(); ++i) {
         usage[i].bytes *= 1 + more;
         usage[i].busy_ps *= 1 + more;
       }
+      for (size_t i = fix_begin_; i < fixes_.size(); ++i) fixes_[i].overlap_ps *= 1 + more;
     }
     s += more;
     prev_.swap(start_);
     start_.swap(next_);
   }
-  for (LinkId l : fp_.touched_) fp_.last_end_[l] = INT64_MIN;
+  for (LinkId l : fp_.touched_) {
+    LinkState& ls = fp_.links_[l];
+    ls.last_end = ls.hard_end = ls.base_end = INT64_MIN;
+    ls.round = 0;
+    ls.touched = false;
+    ls.live.clear();
+  }
   fp_.touched_.clear();
-  if (ok_)
+  if (ok_) {
     flush_skipped_usage();
-  else
+    // One correction per link: the overlaps summed, the highest peak.
+    std::sort(fixes_.begin(), fixes_.end(),
+              [](const LinkFix& a, const LinkFix& b) { return a.link < b.link; });
+    for (const LinkFix& f : fixes_)
+      if (!fixes.empty() && fixes.back().link == f.link) {
+        fixes.back().overlap_ps += f.overlap_ps;
+        fixes.back().peak = std::max(fixes.back().peak, f.peak);
+      } else {
+        fixes.push_back(f);
+      }
+  } else {
     usage.clear();
+  }
   int64_t end = now_;
   for (int64_t v : start_) end = std::max(end, v);
   return FastOutcome{ok_, end - now_, messages_};
@@ -137,14 +182,15 @@ void FastPath::Evaluation::begin_round() {
   round_messages_ = 0;
   round_exclusive_ = true;
   round_begin_ = usage_->size();
+  fix_begin_ = fixes_.size();
   ++fp_.round_id_;
+  watermark_ = *std::min_element(start_.begin(), start_.end());
 }
 
 // A round of the exclusive pattern: every member sends one message of its last shape (no link checks).
 // False, after writing the pending ends back to the links, when some member's messages differ.
 bool FastPath::Evaluation::skipped_round(uint32_t s) {
-  for (uint32_t r = 0; r < p_; ++r) {
-    send_end_[r] = start_[r];
+  for (uint32_t r = 0; r < p_; ++r) {  // every member first: materialize must see the previous round's ends
     sends_.clear();
     plan_.sends(r, s, sends_);
     const MessageShape& shape = shapes_[r];
@@ -153,6 +199,10 @@ bool FastPath::Evaluation::skipped_round(uint32_t s) {
       materialize();
       return false;
     }
+  }
+  for (uint32_t r = 0; r < p_; ++r) {
+    const MessageShape& shape = shapes_[r];
+    send_end_[r] = start_[r];
     int64_t end = start_[r] + shape.latency + shape.duration;
     last_msg_end_[r] = end;
     pending_ = true;
@@ -177,7 +227,8 @@ void FastPath::Evaluation::checked_round(uint32_t s) {
   }
 }
 
-// One message with its link checks: false when it would overlap another on a link (or needs multipath).
+// One message with its link checks: false when a link could not carry it at its standalone rate next to the
+// messages it meets there (or when it needs multipath).
 bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
   ++round_messages_;
   VertexId src = spec_.members[r], dst = spec_.members[snd.peer];
@@ -190,25 +241,109 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
       Time latency;
       double rate;
       fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate);
-      shape = {snd.peer, snd.bytes, &router_.route(src, dst), latency.picoseconds(),
-               snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0};
+      shape = {snd.peer,
+               snd.bytes,
+               &router_.route(src, dst),
+               latency.picoseconds(),
+               snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
+               rate};
     }
     int64_t drain = start_[r] + shape.latency;
     end = drain + shape.duration;
     if (snd.bytes > 0) {
-      for (LinkId l : *shape.route) {
-        if (drain < fp_.last_end_[l]) return false;
-        if (fp_.last_end_[l] == INT64_MIN) fp_.touched_.push_back(l);
-        fp_.last_end_[l] = std::max(fp_.last_end_[l], end);
-        touched_round_.push_back(l);
-        if (fp_.link_round_[l] == fp_.round_id_) round_exclusive_ = false;
-        fp_.link_round_[l] = fp_.round_id_;
-      }
+      for (LinkId l : *shape.route)
+        if (!place(l, drain, end, shape.rate)) return false;
       record(r, shape.route, snd.bytes, shape.duration);
     }
   }
   send_end_[r] = std::max(send_end_[r], end);
   arrive_[snd.peer] = std::max(arrive_[snd.peer], end);
+  return true;
+}
+
+FastPath::LinkState& FastPath::Evaluation::touch(LinkId l) {
+  LinkState& ls = fp_.links_[l];
+  if (!ls.touched) {
+    ls.touched = true;
+    fp_.touched_.push_back(l);
+  }
+  return ls;
+}
+
+// Puts the message [start, end) at `rate` on link l: false when the link cannot carry it.
+bool FastPath::Evaluation::place(LinkId l, int64_t start, int64_t end, double rate) {
+  LinkState& ls = touch(l);
+  if (ls.round != fp_.round_id_) {  // the round's first message on l
+    ls.round = fp_.round_id_;
+    ls.base_end = ls.last_end;
+    touched_round_.push_back(l);
+  } else {
+    round_exclusive_ = false;
+  }
+  Interval iv{start, end, rate, fp_.round_id_};
+  if (start < ls.last_end) {  // it may meet earlier messages: sum the rates
+    round_exclusive_ = false;
+    if (start < ls.hard_end || !fits(l, ls, iv)) return false;
+  } else if (ls.last_end <= watermark_) {
+    ls.live.clear();  // no later message can meet any of them
+  } else if (ls.live.size() >= 16) {
+    std::erase_if(ls.live, [&](const Interval& x) { return x.hi() <= watermark_; });
+  }
+  ls.live.push_back(iv);
+  ls.last_end = std::max(ls.last_end, iv.hi());
+  return true;
+}
+
+// Whether link l carries `iv` next to its live intervals (dropping the dead ones); records the overlap for
+// the link usage.
+bool FastPath::Evaluation::fits(LinkId l, LinkState& ls, const Interval& iv) {
+  int64_t floor = std::max(ls.hard_end, watermark_);
+  int64_t start = iv.start, end = iv.end, hi = iv.hi();
+  sweep_.clear();
+  Interval one{};
+  for (size_t i = 0; i < ls.live.size();) {
+    const Interval& x = ls.live[i];
+    if (x.hi() <= floor) {
+      ls.live[i] = ls.live.back();
+      ls.live.pop_back();
+      continue;
+    }
+    if (x.start < hi && x.hi() > start) {
+      one = x;
+      sweep_.push_back({std::max(x.start, start), 1, x.rate});
+      sweep_.push_back({std::min(x.hi(), hi), -1, -x.rate});
+    }
+    ++i;
+  }
+  if (sweep_.empty()) return true;
+  double capacity = fp_.transport_.net().capacity(l).value * (1 + kCapacitySlack);
+  double load = 0;
+  int32_t count = 0, peak = 0;
+  int64_t covered = 0;  // of the message's real interval, the time some other message is on the link
+  if (sweep_.size() == 2) {
+    load = one.rate;
+    peak = 1;
+    covered = std::max<int64_t>(0, std::min(one.end, end) - std::max(one.start, start));
+  } else {
+    std::sort(sweep_.begin(), sweep_.end(), [](const SweepEvent& a, const SweepEvent& b) {
+      return a.t != b.t ? a.t < b.t : a.count < b.count;  // ends before starts at one instant
+    });
+    double cur = 0;
+    int64_t since = 0;
+    for (const SweepEvent& e : sweep_) {
+      if (e.count > 0 && count == 0) since = e.t;
+      cur += e.rate;
+      count += e.count;
+      if (count == 0) {
+        cur = 0;  // no drift in the running sum across idle gaps
+        covered += std::max<int64_t>(0, std::min(e.t, end) - std::max(since, start));
+      }
+      load = std::max(load, cur);
+      peak = std::max(peak, count);
+    }
+  }
+  if (load + iv.rate > capacity) return false;
+  fixes_.push_back({l, covered, static_cast<uint32_t>(peak + 1)});
   return true;
 }
 
@@ -235,11 +370,34 @@ uint32_t FastPath::Evaluation::skip_periodic(uint32_t s) {
   uint32_t more = 0;
   while (uniform && s + 1 + more < rounds && plan_.round_class(s + 1 + more) == plan_.round_class(s)) ++more;
   if (!uniform || more == 0) return 0;
+  // On each link the round's intervals must start after everything before them and span at most one shift.
+  uint64_t round = fp_.round_id_;
+  for (LinkId l : touched_round_) {
+    const LinkState& ls = fp_.links_[l];
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const Interval& x : ls.live)
+      if (x.round == round) {
+        lo = std::min(lo, x.start);
+        hi = std::max(hi, x.hi());
+      }
+    if (lo < ls.base_end || hi - lo > shift) return 0;
+  }
   int64_t moved = static_cast<int64_t>(more) * shift;
   for (uint32_t r = 0; r < p_; ++r) next_[r] += moved;
-  std::sort(touched_round_.begin(), touched_round_.end());
-  touched_round_.erase(std::unique(touched_round_.begin(), touched_round_.end()), touched_round_.end());
-  for (LinkId l : touched_round_) fp_.last_end_[l] += moved;
+  // The round's intervals move to the last repeat; what came before them (the repeats included) ends by its
+  // start.
+  for (LinkId l : touched_round_) {
+    LinkState& ls = fp_.links_[l];
+    std::erase_if(ls.live, [&](const Interval& x) { return x.round != round; });
+    int64_t lo = INT64_MAX;
+    for (Interval& x : ls.live) {
+      x.start += moved;
+      x.end += moved;
+      lo = std::min(lo, x.start);
+    }
+    ls.hard_end = std::max(ls.hard_end, lo);
+    ls.last_end += moved;
+  }
   if (pending_)
     for (int64_t& e : last_msg_end_)
       if (e != INT64_MIN) e += moved;
@@ -251,10 +409,15 @@ uint32_t FastPath::Evaluation::skip_periodic(uint32_t s) {
 void FastPath::Evaluation::materialize() {
   flush_skipped_usage();
   for (uint32_t r = 0; r < p_ && pending_; ++r) {
-    if (shapes_[r].route == nullptr || last_msg_end_[r] == INT64_MIN) continue;
-    for (LinkId l : *shapes_[r].route) {
-      if (fp_.last_end_[l] == INT64_MIN) fp_.touched_.push_back(l);
-      fp_.last_end_[l] = std::max(fp_.last_end_[l], last_msg_end_[r]);
+    const MessageShape& shape = shapes_[r];
+    if (shape.route == nullptr || last_msg_end_[r] == INT64_MIN) continue;
+    // Its last message is kept; its earlier ones (one sender per link) end before that one drains.
+    Interval iv{last_msg_end_[r] - shape.duration, last_msg_end_[r], shape.rate, 0};
+    for (LinkId l : *shape.route) {
+      LinkState& ls = touch(l);
+      ls.hard_end = std::max(ls.hard_end, iv.start);
+      ls.live.push_back(iv);
+      ls.last_end = std::max(ls.last_end, iv.hi());
     }
   }
   pending_ = false;
@@ -310,9 +473,10 @@ FastOutcome FastPath::run(const CollectiveTask& spec, Time now) {
   Memo* memo = find(spec);
   if (!memo) {
     memo_.push_back(
-        {spec.plan.get(), &spec.members, spec.reduce_on_cpu_for_servers, spec.first_server, {}, {}});
+        {spec.plan.get(), &spec.members, spec.reduce_on_cpu_for_servers, spec.first_server, {}, {}, {}});
     memo = &memo_.back();
-    memo->outcome = Evaluation(*this, spec, now).run(memo->usage);
+    Evaluation eval(*this, spec, now);
+    memo->outcome = eval.run(memo->usage, memo->fixes);
   }
   if (memo->outcome.ok) ++memo->runs;
   return memo->outcome;
@@ -329,6 +493,11 @@ void FastPath::add_usage(std::vector<LinkUsage>& usage) const {
         lu.busy_s += Time::ps(u.busy_ps * runs).seconds();
         lu.peak_flows = std::max<uint32_t>(lu.peak_flows, 1);
       }
+    for (const LinkFix& f : m.fixes) {
+      LinkUsage& lu = usage.at(f.link);
+      lu.busy_s -= Time::ps(f.overlap_ps * runs).seconds();
+      lu.peak_flows = std::max(lu.peak_flows, f.peak);
+    }
   }
 }
 

@@ -1,8 +1,12 @@
 #pragma once
 // The max-plus fast path of a collective: the exact time of its round plan when every message gets its
-// route's full rate, which holds iff no two of its messages are on a link at the same time. Evaluated on an
-// idle network; the outcome (success or not) depends only on the plan and the members, so it is memoised per
-// plan: a collective repeated every step is evaluated once.
+// standalone rate (its route's bottleneck times the comm model's efficiency, under the per-flow bound). The
+// flow model's max-min allocation gives exactly that iff, at every instant and on every link, the standalone
+// rates of the messages on the link sum to at most its capacity (the standalone allocation is then feasible
+// with every flow at its own upper bound). Evaluated on an idle network; the outcome (success or not) depends
+// only on the plan and the members, so it is memoised per plan: a collective repeated every step is evaluated
+// once.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -12,7 +16,7 @@
 namespace ddlsim {
 
 struct FastOutcome {
-  bool ok = false;        // false: two messages would share a link (or multipath): use the flow model
+  bool ok = false;        // false: messages would exceed a link's capacity (or multipath): use the flow model
   int64_t duration = 0;   // ps from the collective's start to its end
   uint64_t messages = 0;  // messages it stands for
 };
@@ -22,9 +26,10 @@ class FastPath {
   explicit FastPath(Transport& transport) : transport_(transport) {}
   // The outcome of `spec` started at `now` on an idle network (memoised).
   FastOutcome run(const CollectiveTask& spec, Time now);
-  // Adds what the collectives run so far put on each link (bytes, busy time, one message at a time) to
+  // Adds what the collectives run so far put on each link (bytes, busy time, peak concurrent messages) to
   // `usage` (indexed by link id). An evaluation keeps its usage by route with its memo, counted per run, and
-  // spreads it over the links only here.
+  // spreads it over the links only here; links where messages overlapped get a correction (the overlap, not
+  // busy twice, and the peak).
   void add_usage(std::vector<LinkUsage>& usage) const;
 
  private:
@@ -35,6 +40,11 @@ class FastPath {
     double bytes;
     int64_t busy_ps;
   };
+  struct LinkFix {  // where one evaluation's messages overlapped on a link
+    LinkId link;
+    int64_t overlap_ps;  // busy time counted twice by the routes' usage
+    uint32_t peak;       // the most messages on the link at once
+  };
   struct Memo {
     const CollectivePlan* plan;
     const std::vector<VertexId>* members;
@@ -42,6 +52,7 @@ class FastPath {
     uint32_t first_server;
     FastOutcome outcome;
     std::vector<RouteUsage> usage;
+    std::vector<LinkFix> fixes;
     uint64_t runs = 0;  // collectives it stood for
   };
   Memo* find(const CollectiveTask& spec);
@@ -49,9 +60,22 @@ class FastPath {
   Transport& transport_;
   std::vector<Memo> memo_;
   // Link scratch shared by evaluations (sized on first use, reset after each).
-  std::vector<int64_t> last_end_;     // last end time seen per link (ps)
-  std::vector<LinkId> touched_;       // links whose last_end_ is set
-  std::vector<uint64_t> link_round_;  // the last round (round_id_) that put a message on each link
+  struct Interval {  // a message on a link: [start, end) at `rate` (bytes/s), from round `round`
+    int64_t start, end;
+    double rate;
+    uint64_t round;
+    int64_t hi() const { return std::max(end, start + 1); }  // a message shorter than 1 ps holds its instant
+  };
+  struct LinkState {
+    int64_t last_end = INT64_MIN;  // the latest hi() of a message on the link
+    int64_t hard_end = INT64_MIN;  // messages draining before this are declined (intervals no longer kept)
+    int64_t base_end = INT64_MIN;  // last_end when the current round first put a message on the link
+    uint64_t round = 0;            // the last round (round_id_) that put a message on the link
+    bool touched = false;          // in touched_
+    std::vector<Interval> live;    // the intervals a later message may still meet
+  };
+  std::vector<LinkState> links_;
+  std::vector<LinkId> touched_;  // links whose state is set
   uint64_t round_id_ = 0;
 };
 

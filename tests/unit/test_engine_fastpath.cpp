@@ -1,5 +1,6 @@
-// The max-plus fast path must give exactly the flow model's time (same picosecond), whether it runs (no two
-// messages share a link at once) or falls back (it detects sharing and hands over to the flow model). Each
+// The max-plus fast path must give exactly the flow model's time (same picosecond), whether it runs (the
+// messages on a link never need more than its capacity at their standalone rates) or falls back (it detects
+// an oversubscribed link and hands over to the flow model). Each
 // case runs one collective twice through run_collective_workload: EngineOptions{true} and
 // EngineOptions{false}.
 #include <gtest/gtest.h>
@@ -273,7 +274,12 @@ TEST(EngineFastPath, Dragonfly) {
   for (const Case& c : all_algorithms("dragonfly", kDragonfly, 1, 12, true)) check(c);
   check({"dragonfly rhd p=8", kDragonfly, 1, 8, "allreduce", "rhd", Path::Either, false});
   // In the dense layout minimal routes of different ring messages share local links (e.g. 3→4 and 5→6 both
-  // cross g2.r1→g2.r0), hence the fall backs above; with one router per group the ring runs on the fast path.
+  // cross g2.r1→g2.r0), but 50 GB/s carries both (12.5 GB/s behind a global cable, 25 GB/s inside a group):
+  // the ring runs on the fast path by capacity; with one router per group no link is shared at all.
+  check({"dragonfly ring shared local links (fast)", kDragonfly, 1, 12, "allreduce", "ring", Path::Fast,
+         false});
+  check({"dragonfly ring+comm shared local links (fast)", kDragonfly, 1, 12, "allreduce", "ring", Path::Fast,
+         true});
   for (const Case& c : all_algorithms("dragonfly sparse", kDragonflySparse, 1, 8, false)) check(c);
   for (const Case& c : all_algorithms("dragonfly sparse", kDragonflySparse, 1, 8, true)) check(c);
   check({"dragonfly sparse ring (fast)", kDragonflySparse, 1, 8, "allreduce", "ring", Path::Fast, true});
