@@ -417,6 +417,7 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
     YamlNode n = L.require("nodes");
     c.nodes_where = n.where();
     c.node_counts = n.as_int_list();
+    if (c.node_counts.empty()) n.fail("list at least one node count");
     check_node_counts(c, c.node_counts, c.nodes_where);
   }
   std::optional<YamlNode> node = L.get("node");

@@ -120,6 +120,8 @@ Workload parse_workload(const YamlNode& w, const YamlNode& root) {
   if (auto g = w.get("gradient_bytes")) wl.gradient_bytes = g->as_bytes().value;
   wl.dataset_samples = w.has("dataset_samples") ? static_cast<double>(w["dataset_samples"].as_int())
                                                 : wl.model.dataset_samples;
+  if (w.has("dataset_samples") && wl.dataset_samples < 1)
+    w["dataset_samples"].fail("dataset_samples must be at least 1");
   wl.epochs = w.get_double("epochs", 1);
   if (wl.epochs <= 0) w["epochs"].fail("epochs must be positive");
   if (auto l = w.get("loader")) wl.loader = parse_loader(*l);

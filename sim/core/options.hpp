@@ -32,4 +32,11 @@ class OptionReader {
   }
 };
 
+// A size option that must be at least one byte.
+inline double positive_bytes(const OptionReader& o, const std::string& key) {
+  double b = o.bytes(key).value;
+  if (b < 1) o.fail(key, key + " must be at least 1 byte");
+  return b;
+}
+
 }  // namespace ddlsim

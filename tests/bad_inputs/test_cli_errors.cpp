@@ -227,6 +227,18 @@ TEST(CliErrors, HostTransportsAndCoresAreChecked) {
                         "--set: strategies[0].server_cores: server_cores are a dedicated server host's");
 }
 
+TEST(CliErrors, EmptyAndNonPositiveSizesAreRejected) {
+  // Each of these used to run and print a silently wrong result (or nothing at all, exit 0).
+  const std::string s = "horovod-mnist.yaml";
+  expect_override_error(s, "cluster.nodes=[]", "--set: cluster.nodes: list at least one node count");
+  expect_override_error(s, "workload.dataset_samples=-5",
+                        "--set: workload.dataset_samples: dataset_samples must be at least 1");
+  expect_override_error(s, "strategies=[{name: ddp, bucket_size: 0B}]",
+                        "--set: strategies[0].bucket_size: bucket_size must be at least 1 byte");
+  expect_override_error(s, "strategies=[{name: ps, chunk_size: 0.5B}]",
+                        "--set: strategies[0].chunk_size: chunk_size must be at least 1 byte");
+}
+
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
   expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
                         "--set: workload.warmup_steps: warmup_steps must be at least 1");

@@ -25,9 +25,9 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
     if (a.algorithm != Algorithm::Hierarchical)
       o.fail("inter_node", "inter_node applies to the hierarchical algorithm only");
   }
-  if (o.has("bucket_size")) a.bucket = a.first_bucket = o.bytes("bucket_size").value;
-  if (o.has("first_bucket")) a.first_bucket = o.bytes("first_bucket").value;
-  if (o.has("fusion_threshold")) a.bucket = a.first_bucket = o.bytes("fusion_threshold").value;
+  if (o.has("bucket_size")) a.bucket = a.first_bucket = positive_bytes(o, "bucket_size");
+  if (o.has("first_bucket")) a.first_bucket = positive_bytes(o, "first_bucket");
+  if (o.has("fusion_threshold")) a.bucket = a.first_bucket = positive_bytes(o, "fusion_threshold");
   if (o.has("cycle_time")) a.cycle_time = o.time("cycle_time").seconds();
   if (o.has("overlap")) a.overlap = o.boolean("overlap");
 }

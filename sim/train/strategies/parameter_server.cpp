@@ -206,7 +206,7 @@ void configure_ps(Strategy& s, const OptionReader& o) {
         o.fail("mode", "mode must be sync, async or ssp");
     }
     if (o.has("staleness")) ps.staleness = static_cast<int>(o.integer("staleness"));
-    if (o.has("chunk_size")) ps.chunk = o.bytes("chunk_size").value;
+    if (o.has("chunk_size")) ps.chunk = positive_bytes(o, "chunk_size");
     if (o.has("sharding")) {
       std::string v = o.text("sharding");
       if (v == "range")

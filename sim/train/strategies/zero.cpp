@@ -55,7 +55,7 @@ class ZeroStep : public StepBuilder {
 void configure_zero(Strategy& s, const OptionReader& o) {
   ZeroOptions z;
   if (!o.name_only() && o.has("bucket_size")) {
-    z.bucket = o.bytes("bucket_size").value;
+    z.bucket = positive_bytes(o, "bucket_size");
     z.bucket_elements = 0;  // a given size is in bytes
   }
   if (!o.name_only() && o.has("stage")) {
