@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace ddlsim {
@@ -29,6 +30,31 @@ std::string join_path(const std::string& base, const std::string& key) {
   return base.empty() ? key : base + "." + key;
 }
 
+// Duplicate keys are errors (yaml-cpp keeps the first and would ignore the rest). Iterative, and each node
+// visited once by its position, so deep nesting and alias bombs cost no more than the text.
+void check_unique_keys(const YAML::Node& root, const std::string& file) {
+  std::vector<std::pair<YAML::Node, std::string>> stack = {{root, ""}};
+  std::set<std::pair<int, int>> seen;
+  while (!stack.empty()) {
+    auto [n, path] = stack.back();
+    stack.pop_back();
+    if (!n.IsMap() && !n.IsSequence()) continue;
+    if (!seen.insert({n.Mark().line, n.Mark().column}).second) continue;
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) stack.push_back({n[i], fmt::format("{}[{}]", path, i)});
+      continue;
+    }
+    std::set<std::string> keys;
+    for (const auto& kv : n) {
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      if (!keys.insert(key).second)
+        throw InputError({file, kv.first.Mark().line + 1, kv.first.Mark().column + 1}, join_path(path, key),
+                         "duplicate key (the first one would silently win)");
+      stack.push_back({kv.second, join_path(path, key)});
+    }
+  }
+}
+
 }  // namespace
 
 YamlNode YamlNode::load_file(const std::string& path) {
@@ -41,7 +67,13 @@ YamlNode YamlNode::load_file(const std::string& path) {
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& name) {
   try {
-    return YamlNode(make_impl(YAML::Load(text), name), "");
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      throw InputError({name, docs[1].Mark().line + 1, docs[1].Mark().column + 1}, "",
+                       "a second YAML document: a file holds one (it would be ignored)");
+    YAML::Node doc = docs.empty() ? YAML::Node() : docs[0];
+    check_unique_keys(doc, name);
+    return YamlNode(make_impl(doc, name), "");
   } catch (const YAML::Exception& e) {
     throw InputError({name, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
 
 #include <array>
 #include <cstdio>
@@ -237,6 +240,24 @@ TEST(CliErrors, EmptyAndNonPositiveSizesAreRejected) {
                         "--set: strategies[0].bucket_size: bucket_size must be at least 1 byte");
   expect_override_error(s, "strategies=[{name: ps, chunk_size: 0.5B}]",
                         "--set: strategies[0].chunk_size: chunk_size must be at least 1 byte");
+}
+
+TEST(CliErrors, DuplicateKeysAndSecondDocumentsAreErrors) {
+  // yaml-cpp keeps the first of two equal keys and reads only the first document: either would silently
+  // drop what the user wrote. Both are one located line, exit 2.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ddlsim-yaml-{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "dup.yaml") << "name: a\ncluster: {nodes: 1}\nname: b\n";
+  std::ofstream(dir / "two.yaml") << "name: a\n---\nname: b\n";
+  Outcome dup = ddlsim("run '" + (dir / "dup.yaml").string() + "'");
+  EXPECT_EQ(dup.status, 2);
+  EXPECT_EQ(lines(dup.out), 1u) << dup.out;
+  EXPECT_NE(dup.out.find("dup.yaml:3:1: name: duplicate key"), std::string::npos) << dup.out;
+  Outcome two = ddlsim("run '" + (dir / "two.yaml").string() + "'");
+  EXPECT_EQ(two.status, 2);
+  EXPECT_NE(two.out.find("two.yaml:3:1: a second YAML document"), std::string::npos) << two.out;
+  fs::remove_all(dir);
 }
 
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
