@@ -21,6 +21,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/core/units.hpp"
 
 namespace ddlsim::cli {
@@ -168,9 +169,7 @@ Report compute_report(const ComputeFit& fit, const std::string& scenario) {
 }
 
 void write_calibration(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw InputError({path, 0, 0}, "", "cannot write the calibration file");
-  f << text;
+  write_output_file(path, text);
 }
 
 }  // namespace
@@ -222,6 +221,7 @@ int calibrate_command(const std::vector<std::string>& args) {
   std::optional<Args> parsed = parse_command(args, spec);
   if (!parsed) return 0;
   const Args& a = *parsed;
+  if (a.has("out")) check_output_path(a.str("out"));  // before the fit, not after it
   const std::string scenario = a.str("scenario");
   if (!a.sets.empty() && scenario.empty())
     throw InputError({"--set", 0, 0}, "", "--set applies to the --scenario of a compute-efficiency fit");

@@ -8,6 +8,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/net/topology.hpp"
 
 namespace {
@@ -62,6 +63,13 @@ int main(int argc, char** argv) {
   } catch (const YAML::Exception& e) {
     std::fprintf(stderr, "ddlsim: YAML error: %s\n", e.what());
     return 2;
+  } catch (const ddlsim::OutputError& e) {
+    std::fprintf(stderr, "ddlsim: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "ddlsim: out of memory: the run needs more than this machine has; try fewer nodes\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddlsim: internal error: %s\n", e.what());
     return 1;

@@ -8,6 +8,7 @@
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/training.hpp"
 
@@ -92,6 +93,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     TrainingOptions topts;
     topts.engine = opts;
     topts.trace_file = a.str("trace");
+    if (!topts.trace_file.empty()) check_output_path(topts.trace_file);  // before the run, not after it
     topts.jobs = jobs_option(a);
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();

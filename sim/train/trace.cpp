@@ -1,17 +1,15 @@
 #include "sim/train/trace.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
+#include "sim/core/output_file.hpp"
 
 namespace ddlsim {
 
 void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                           const std::vector<TaskRecord>& records, int max_workers) {
-  std::ofstream out(path);
-  if (!out) throw InputError({path, 0, 0}, "--trace", "cannot write the trace file");
   using Json = nlohmann::ordered_json;
   Json events = Json::array();
   auto process_name = [&](int pid, const std::string& name) {
@@ -40,7 +38,7 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                       {"args", {{"step", task.step}}}});
   }
   Json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
-  out << doc.dump() << "\n";
+  write_output_file(path, doc.dump() + "\n");
 }
 
 }  // namespace ddlsim

@@ -260,6 +260,30 @@ TEST(CliErrors, DuplicateKeysAndSecondDocumentsAreErrors) {
   fs::remove_all(dir);
 }
 
+TEST(CliErrors, OutputFilesFailLoudlyAndNeverHalfWritten) {
+  // --trace to a full device or into a missing folder is exit 1 naming the path (the folder is checked
+  // before the run); a written trace replaces the old file whole (temporary file, renamed): no temporary
+  // file is left behind.
+  const std::string s =
+      fmt::format("run '{}/scenarios/horovod-mnist.yaml' --set 'cluster.nodes=[1]'", DDLSIM_SOURCE_DIR);
+  Outcome full = ddlsim(s + " --trace /dev/full");
+  EXPECT_EQ(full.status, 1) << full.out;
+  EXPECT_NE(full.out.find("cannot write /dev/full"), std::string::npos) << full.out;
+  Outcome missing = ddlsim(s + " --trace /nonexistent-ddlsim/x.json");
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("no folder /nonexistent-ddlsim"), std::string::npos) << missing.out;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ddlsim-out-{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "t.json") << "old";
+  EXPECT_EQ(ddlsim(s + " --trace '" + (dir / "t.json").string() + "'").status, 0);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
+  EXPECT_GT(fs::file_size(dir / "t.json"), 100u);
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
   expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
                         "--set: workload.warmup_steps: warmup_steps must be at least 1");
