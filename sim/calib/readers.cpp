@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/input_file.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {
@@ -643,11 +644,7 @@ std::vector<Measurement> read_measurements_text(const std::string& text, const s
 }
 
 std::vector<Measurement> read_measurements(const std::string& path, const ReaderOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return read_measurements_text(ss.str(), path, options);
+  return read_measurements_text(read_input_file(path), path, options);
 }
 
 }  // namespace ddlsim

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/core/input_file.hpp"
 
 namespace ddlsim {
 
@@ -72,11 +73,7 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
 }
 
 CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_csv(ss.str(), path);
+  return parse_csv(read_input_file(path), path);
 }
 
 }  // namespace ddlsim

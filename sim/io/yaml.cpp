@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "sim/core/input_file.hpp"
+
 namespace ddlsim {
 
 struct YamlNode::Impl {
@@ -58,11 +60,7 @@ void check_unique_keys(const YAML::Node& root, const std::string& file) {
 }  // namespace
 
 YamlNode YamlNode::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  return load_string(read_input_file(path), path);
 }
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& name) {

@@ -284,6 +284,18 @@ TEST(CliErrors, OutputFilesFailLoudlyAndNeverHalfWritten) {
   fs::remove_all(dir);
 }
 
+TEST(CliErrors, InputsThatAreNotRegularFilesAreRefused) {
+  // Reading /dev/zero as a scenario, measured CSV or calibration input used to grow to gigabytes.
+  const std::string s = fmt::format("'{}/scenarios/horovod-mnist.yaml'", DDLSIM_SOURCE_DIR);
+  for (const std::string& cmd : {std::string("run /dev/zero"), "validate " + s + " --measured /dev/zero",
+                                 std::string("calibrate /dev/zero")}) {
+    Outcome o = ddlsim(cmd);
+    EXPECT_EQ(o.status, 2) << cmd;
+    EXPECT_EQ(lines(o.out), 1u) << o.out;
+    EXPECT_NE(o.out.find("/dev/zero: not a regular file"), std::string::npos) << o.out;
+  }
+}
+
 TEST(CliErrors, StepsBelowOneNamesTheKey) {
   expect_override_error("horovod-mnist.yaml", "workload.warmup_steps=0",
                         "--set: workload.warmup_steps: warmup_steps must be at least 1");
