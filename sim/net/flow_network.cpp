@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -389,19 +390,21 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     flows_[f].joining = true;
     cap = std::min(cap, flows_[f].cap);
   }
-  // Without a class, the flows certified here (with a rate, so in the completion heap) are candidates.
+  // The other flows certified here (with a rate, so in the completion heap) are candidates: they join the
+  // class when their rates are those of the members (or, without a class, of each other) to the slack of the
+  // certificate, i.e. all of them are the largest on the link.
   auto candidate = [&](FlowId g) {
     const Flow& fg = flows_[g];
-    return forming && !fg.joining && fg.bottleneck == lid && fg.heap_pos != kNotInHeap;
+    return !fg.joining && fg.cls == kNoClass && fg.bottleneck == lid && fg.heap_pos != kNotInHeap;
   };
   bool ok = true;
   for (FlowId g : l.flows) {
     const Flow& fg = flows_[g];
     if (fg.joining || fg.cls == lid) continue;
     if (candidate(g)) {
-      if (candidates++ == 0)
+      if (candidates++ == 0 && forming)
         old = fg.rate;
-      else if (fg.rate != old)
+      else if (std::abs(fg.rate - old) > old * kSlack)
         ok = false;
       cap = std::min(cap, fg.cap);
       continue;
@@ -414,7 +417,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   size_t n = l.members.size() + candidates + joiners.size();
   residual = std::max(0.0, residual);
   double share = n > 0 ? residual / static_cast<double>(n) : 0;
-  ok = ok && old > 0 && share > 0 && held_top <= share && share <= cap;
+  ok = ok && share > 0 && held_top <= share && share <= cap;  // (no members, no candidates: joiners only)
   // Load changes on the other links of members, candidates and joiners.
   ++check_;
   delta_links_.clear();
@@ -433,7 +436,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   if (ok) {
     for (FlowId g : l.members) add(g, share - old);
     for (FlowId g : l.flows)
-      if (candidate(g)) add(g, share - old);
+      if (candidate(g)) add(g, share - flows_[g].rate);
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
       refresh_link(m);
@@ -452,20 +455,19 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   if (forming) {
     l.vt = 0;
     l.vt_at = now;
-    l.cls_rate = old;
-    for (FlowId g : l.flows) {
-      if (!candidate(g)) continue;
-      Flow& fg = flows_[g];
-      double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
-      heap_erase(g);
-      fg.vtag = left;
-      fg.cls = lid;
-      fg.cls_pos = static_cast<uint32_t>(l.members.size());
-      l.members.push_back(g);
-      class_sift(l, l.members.size() - 1);
-    }
   } else {
     advance_class(l, now);
+  }
+  for (FlowId g : l.flows) {
+    if (!candidate(g)) continue;
+    Flow& fg = flows_[g];
+    double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
+    heap_erase(g);
+    fg.vtag = l.vt + left;
+    fg.cls = lid;
+    fg.cls_pos = static_cast<uint32_t>(l.members.size());
+    l.members.push_back(g);
+    class_sift(l, l.members.size() - 1);
   }
   for (FlowId g : joiners) {
     Flow& fg = flows_[g];
