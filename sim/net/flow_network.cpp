@@ -125,6 +125,7 @@ uint64_t FlowNetwork::pop_completion() {
     heap_sift(0);
   }
   Flow& f = flows_[id];
+  double gone = rate_of(id);
   if (f.cls != kNoClass) {  // the class's first member: the next one takes its place in the heap
     LinkId cid = f.cls;
     Link& c = links_[cid];
@@ -150,6 +151,7 @@ uint64_t FlowNetwork::pop_completion() {
           break;
         }
     }
+    l.est = l.flows.empty() ? 0 : l.est - gone;
     if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
@@ -265,6 +267,7 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
     f.updated = now;
   }
   if (rate == f.rate && f.finish != Time::max()) return;  // unchanged: the heap entry is still right
+  for (LinkId l : f.route) links_[l].est += rate - f.rate;
   f.rate = rate;
   f.finish = now + Time::from_seconds(f.remaining / rate);
   heap_update(id);
@@ -421,7 +424,9 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   // Load changes on the other links of members, candidates and joiners.
   ++check_;
   delta_links_.clear();
+  double own = 0;  // the load change on l
   auto add = [&](FlowId g, double d) {
+    own += d;
     for (LinkId m : flows_[g].route) {
       if (m == lid) continue;
       Link& lm = links_[m];
@@ -439,15 +444,20 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       if (candidate(g)) add(g, share - flows_[g].rate);
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
-      refresh_link(m);
       const Link& lm = links_[m];
-      if (!(lm.load + std::max(0.0, lm.delta) < lm.capacity * (1 - kSlack))) {
+      double limit = lm.capacity * (1 - kSlack);
+      if (lm.est + std::max(0.0, lm.delta) < limit - lm.capacity * 1e-7) continue;  // clear of the drift
+      refresh_link(m);
+      if (!(lm.load + std::max(0.0, lm.delta) < limit)) {
         ok = false;
         break;
       }
     }
   }
-  for (LinkId m : delta_links_) links_[m].fixing = 0;
+  for (LinkId m : delta_links_) {
+    links_[m].fixing = 0;
+    if (ok) links_[m].est += links_[m].delta;
+  }
   if (!ok) {
     for (FlowId f : joiners) flows_[f].joining = false;
     return false;
@@ -479,6 +489,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     l.members.push_back(g);
     class_sift(l, l.members.size() - 1);
   }
+  l.est += own;
   l.cls_rate = share;
   l.cls_cap = cap;
   l.fast = stamp_;

@@ -99,6 +99,7 @@ class FlowNetwork {
     double load = 0;       // sum of the flows' rates (trial rates for region flows)
     double top = 0;        // the largest of those rates
     double delta = 0;      // class step scratch: load change
+    double est = 0;        // the flows' rates summed as they change (drifts by rounding; 0 when empty)
     uint32_t fast = 0;     // == stamp_: a class step settled this link in this resolve
     // processor-sharing class (flows certified here at one rate)
     std::vector<FlowId> members;  // heap by (vtag, order)
