@@ -380,7 +380,8 @@ LinkId FlowNetwork::class_target(FlowId f) const {
 // max-min allocation: every flow on l is a member, a joiner, or certified on another link at no more than the
 // new share; no member or joiner is capped below it; and every other link a member or joiner crosses stays
 // below capacity after the change (then no flow is certified on it, before or after, so no certificate
-// elsewhere moves). Returns false, changing nothing, otherwise.
+// elsewhere moves), or carries no other flows than the members and joiners and fits them at the new share (a
+// link in series with l). Returns false, changing nothing, otherwise.
 bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time now) {
   Link& l = links_[lid];
   bool forming = l.members.empty();
@@ -430,8 +431,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     for (LinkId m : flows_[g].route) {
       if (m == lid) continue;
       Link& lm = links_[m];
-      if (lm.fixing == 0) {
-        lm.fixing = 1;
+      if (lm.fixing++ == 0) {  // (counts the step's flows on m)
         lm.delta = 0;
         delta_links_.push_back(m);
       }
@@ -445,6 +445,11 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
       const Link& lm = links_[m];
+      if (lm.fixing == lm.flows.size()) {  // only the class's flows (a link in series with l): they fit
+        if (share * lm.fixing <= lm.capacity * (1 + kSlack)) continue;
+        ok = false;
+        break;
+      }
       double limit = lm.capacity * (1 - kSlack);
       if (lm.est + std::max(0.0, lm.delta) < limit - lm.capacity * 1e-7) continue;  // clear of the drift
       refresh_link(m);

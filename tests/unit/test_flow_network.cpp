@@ -547,6 +547,11 @@ RandomCase incast_case(uint64_t seed, size_t workers, size_t servers, size_t wav
   c.capacity.push_back(uniform(20, 200) * kGB);
   c.capacity.push_back(uniform(20, 200) * kGB);
   bool through_core = seed % 3 == 0;
+  // Odd seeds: every server link has a twin in series (same capacity, same flows; e.g. PCIe then NIC), so a
+  // class's members cross another saturated link that carries only them.
+  size_t twins = c.capacity.size();
+  if (seed % 2 == 1)
+    for (size_t s = 0; s < servers; ++s) c.capacity.push_back(25 * kGB);
   for (size_t wave = 0; wave < waves; ++wave) {
     double wave_start = uniform(0, 0.02);
     bool equal = pick(0, 1) == 0;
@@ -557,6 +562,7 @@ RandomCase incast_case(uint64_t seed, size_t workers, size_t servers, size_t wav
         f.route.push_back(static_cast<LinkId>(servers + w));
         if (through_core) f.route.push_back(static_cast<LinkId>(core + w % 2));
         f.route.push_back(static_cast<LinkId>(s));
+        if (seed % 2 == 1) f.route.push_back(static_cast<LinkId>(twins + s));
         f.bytes = equal ? bytes : bytes * uniform(0.5, 2);
         f.cap = pick(0, 19) == 0 ? uniform(0.5, 5) * kGB : 0;
         f.start = Time::from_seconds(wave_start + (pick(0, 1) ? uniform(0, 0.005) : 0));
