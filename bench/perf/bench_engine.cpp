@@ -15,6 +15,10 @@
 //                                     routers x 8 hosts, 25 GB/s host links, 50 GB/s local, 12.5 GB/s
 //                                     global): ring messages share local links within their capacity (fast
 //                                     path by capacity)
+//   ps-incast-...-fattree / 512x32    the same on a 2:1 fat-tree (16 hosts per leaf), and 512 x 32 servers
+//   ps-train-resnet50-...             one ResNet-50 training step with PS on JUWELS Booster: 64 nodes (256
+//                                     GPUs) with 4 dedicated servers, 16 nodes with one colocated per node;
+//                                     messages = flows
 // rss_MB is the process's peak resident set so far (getrusage), so cases run from small to large.
 // Usage: bench_engine [--quick]   (--quick shrinks every case, for smoke tests)
 #include <sys/resource.h>
@@ -32,6 +36,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/net/flow_network.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/training.hpp"
 
 namespace {
 
@@ -62,17 +67,23 @@ Scenario scenario_from(const std::string& text) {
   return s;
 }
 
-std::string star_scenario(int64_t ranks, const std::string& strategy) {
+const char* const kStar = "{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}";
+// Two levels, 16 hosts per leaf, 2:1 oversubscribed uplinks.
+const char* const kFatTree =
+    "{kind: fat-tree, levels: 2, hosts_per_leaf: 16, oversubscription: 2, link: {bandwidth: 25GB/s, latency: "
+    "1us}}";
+
+std::string collective_scenario(int64_t ranks, const std::string& strategy, const std::string& network) {
   return fmt::format(
       "name: bench\n"
       "cluster:\n"
       "  nodes: {}\n"
       "  gpus_per_node: 1\n"
       "  gpu: a100-40gb\n"
-      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+      "  network: {}\n"
       "workload: {{collective: allreduce, bytes: 100MB}}\n"
       "strategies:\n  - {}\n",
-      ranks, strategy);
+      ranks, network, strategy);
 }
 
 std::string alps_scenario(int64_t nodes, const std::string& strategy) {
@@ -100,14 +111,16 @@ std::string dragonfly_scenario(int64_t nodes, const std::string& strategy) {
       nodes, strategy);
 }
 
-enum class Fabric { Star, Alps, Dragonfly };
+enum class Fabric { Star, FatTree, Alps, Dragonfly };
 
-// `nodes` of the scenario (ranks on a star or the dragonfly, nodes of 4 GPUs on alps).
+// `nodes` of the scenario (ranks on a star, fat-tree or the dragonfly; nodes of 4 GPUs on alps).
 void collective_case(const std::string& name, int64_t nodes, const std::string& strategy, bool fast,
                      Fabric fabric = Fabric::Star) {
-  Scenario sc = scenario_from(fabric == Fabric::Alps        ? alps_scenario(nodes, strategy)
-                              : fabric == Fabric::Dragonfly ? dragonfly_scenario(nodes, strategy)
-                                                            : star_scenario(nodes, strategy));
+  Scenario sc =
+      scenario_from(fabric == Fabric::Alps ? alps_scenario(nodes, strategy)
+                    : fabric == Fabric::Dragonfly
+                        ? dragonfly_scenario(nodes, strategy)
+                        : collective_scenario(nodes, strategy, fabric == Fabric::FatTree ? kFatTree : kStar));
   auto t0 = Clock::now();
   CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{fast});
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -171,6 +184,37 @@ void flownet_case(size_t links, size_t flows, size_t concurrent) {
                static_cast<unsigned long long>(net.component_fallbacks()));
 }
 
+// One training step of ResNet-50 with parameter servers on JUWELS Booster (4 GPUs per node): the workers'
+// pushes arrive staggered (bucket by bucket, jittered), so the server links see flows join and leave one by
+// one. Messages = flows.
+void ps_training_case(const std::string& name, int64_t nodes, const std::string& strategy) {
+  Scenario sc = scenario_from(
+      fmt::format("name: bench\n"
+                  "cluster: {{topology: juwels-booster, nodes: {}}}\n"
+                  "workload:\n"
+                  "  model: resnet50\n"
+                  "  batch_per_gpu: 64\n"
+                  "  precision: tf32\n"
+                  "  epochs: 90\n"
+                  "  compute: {{efficiency: 0.21, overlap_slowdown: 0.4}}\n"
+                  "  loader: {{kind: dali-cpu, threads: 8, per_thread: 76.5, filesystem: 53GB/s}}\n"
+                  "  jitter: {{distribution: lognormal, cv: 0.02}}\n"
+                  "  steps: 1\n"
+                  "strategies:\n  - {}\n"
+                  "reference_gpus: {}\n"
+                  "seed: 1\n",
+                  nodes, strategy, nodes * 4));
+  TrainingOptions options;
+  options.jobs = 1;
+  auto t0 = Clock::now();
+  std::vector<TrainingResult> r = run_training(sc, {nodes}, options);
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  print_line(name, r.at(0).gpus, r.at(0).stats.flows, wall);
+  std::fprintf(stderr, "  %s: step %.6f s, %llu flows, %llu events\n", name.c_str(), r.at(0).step_time_s,
+               static_cast<unsigned long long>(r.at(0).stats.flows),
+               static_cast<unsigned long long>(r.at(0).stats.events));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +235,19 @@ int main(int argc, char** argv) {
     int64_t df = quick ? 64 : 256;
     collective_case(fmt::format("dragonfly-ring-{}-fast", df), df, "ring", true, Fabric::Dragonfly);
     collective_case(fmt::format("dragonfly-ring-{}-flow", df), df, "ring", false, Fabric::Dragonfly);
+    int64_t wide = quick ? 128 : 512;
+    collective_case(fmt::format("ps-incast-{}x8-fattree-flow", small), small,
+                    "{name: ps, servers: 8, placement: dedicated}", false, Fabric::FatTree);
+    collective_case(fmt::format("ps-incast-{}x32-flow", wide), wide,
+                    "{name: ps, servers: 32, placement: dedicated}", false);
+    collective_case(fmt::format("ps-incast-{}x32-fattree-flow", wide), wide,
+                    "{name: ps, servers: 32, placement: dedicated}", false, Fabric::FatTree);
+    int64_t nodes = quick ? 4 : 64;
+    ps_training_case(fmt::format("ps-train-resnet50-{}x4-dedicated", nodes), nodes,
+                     "{name: ps, servers: 4, placement: dedicated}");
+    int64_t colocated = quick ? 4 : 16;  // (64 nodes colocated still takes over ten minutes)
+    ps_training_case(fmt::format("ps-train-resnet50-{}x{}-colocated", colocated, colocated), colocated,
+                     fmt::format("{{name: ps, servers: {}, placement: colocated}}", colocated));
     collective_case(fmt::format("ring-{}-fast", large), large, "ring", true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n", e.what());

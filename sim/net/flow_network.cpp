@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -61,6 +62,8 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
   f.tag = tag;
   f.order = next_order_++;
   f.bottleneck = kUncertified;
+  f.cls = kNoClass;
+  f.joining = false;
   f.active = true;
   ++active_;
   ++flows_started_;
@@ -122,6 +125,18 @@ uint64_t FlowNetwork::pop_completion() {
     heap_sift(0);
   }
   Flow& f = flows_[id];
+  double gone = rate_of(id);
+  if (f.cls != kNoClass) {  // the class's first member: the next one takes its place in the heap
+    LinkId cid = f.cls;
+    Link& c = links_[cid];
+    c.head = kNoFlow;
+    class_remove(c, id);
+    f.cls = kNoClass;
+    if (c.members.empty())
+      c.vt = 0;
+    else
+      place_head(cid);
+  }
   for (size_t i = 0; i < f.route.size(); ++i) {
     Link& l = links_[f.route[i]];
     uint32_t s = f.slot[i];
@@ -136,6 +151,7 @@ uint64_t FlowNetwork::pop_completion() {
           break;
         }
     }
+    l.est = l.flows.empty() ? 0 : l.est - gone;
     if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
@@ -148,6 +164,102 @@ uint64_t FlowNetwork::pop_completion() {
   return f.tag;
 }
 
+void FlowNetwork::heap_erase(FlowId id) {
+  Flow& f = flows_[id];
+  if (f.heap_pos == kNotInHeap) return;
+  size_t i = f.heap_pos;
+  FlowId last = heap_.back();
+  heap_.pop_back();
+  f.heap_pos = kNotInHeap;
+  if (last != id) {
+    heap_place(i, last);
+    heap_sift(i);
+  }
+}
+
+// Class heap of a link: members by (finish tag, creation order), each member's index kept in cls_pos.
+bool FlowNetwork::before_in_class(FlowId a, FlowId b) const {
+  const Flow& x = flows_[a];
+  const Flow& y = flows_[b];
+  return x.vtag != y.vtag ? x.vtag < y.vtag : x.order < y.order;
+}
+
+void FlowNetwork::class_sift(Link& l, size_t i) {
+  std::vector<FlowId>& h = l.members;
+  FlowId id = h[i];
+  auto put = [&](size_t at, FlowId f) {
+    h[at] = f;
+    flows_[f].cls_pos = static_cast<uint32_t>(at);
+  };
+  while (i > 0 && before_in_class(id, h[(i - 1) / 2])) {
+    put(i, h[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h.size()) break;
+    if (c + 1 < h.size() && before_in_class(h[c + 1], h[c])) ++c;
+    if (!before_in_class(h[c], id)) break;
+    put(i, h[c]);
+    i = c;
+  }
+  put(i, id);
+}
+
+void FlowNetwork::class_remove(Link& l, FlowId f) {
+  size_t i = flows_[f].cls_pos;
+  FlowId last = l.members.back();
+  l.members.pop_back();
+  if (last != f) {
+    l.members[i] = last;
+    flows_[last].cls_pos = static_cast<uint32_t>(i);
+    class_sift(l, i);
+  }
+}
+
+// V at `now`; the reference (vt, vt_at) moves only when the class rate changes or a member leaves it, so
+// members with equal tags get equal finish times.
+void FlowNetwork::advance_class(Link& l, Time now) {
+  if (l.vt_at != now) {
+    l.vt += l.cls_rate * (now - l.vt_at).seconds();
+    l.vt_at = now;
+  }
+}
+
+// Puts the class's first member in the completion heap (re-keyed when it is there already).
+void FlowNetwork::place_head(LinkId lid) {
+  Link& l = links_[lid];
+  FlowId first = l.members.front();
+  if (l.head != first && l.head != kNoFlow) heap_erase(l.head);
+  l.head = first;
+  Flow& f = flows_[first];
+  f.finish = l.vt_at + Time::from_seconds(std::max(0.0, f.vtag - l.vt) / l.cls_rate);
+  heap_update(first);
+}
+
+// A member becomes an ordinary flow at the class rate with the bytes it has left.
+void FlowNetwork::leave_class(FlowId id, Time now) {
+  Flow& f = flows_[id];
+  LinkId lid = f.cls;
+  Link& l = links_[lid];
+  advance_class(l, now);
+  f.remaining = std::max(0.0, f.vtag - l.vt);
+  f.rate = l.cls_rate;
+  f.updated = now;
+  f.cls = kNoClass;
+  class_remove(l, id);
+  if (l.head == id) {
+    l.head = kNoFlow;  // its heap entry stays right: same rate, same finish
+  } else {
+    f.finish = now + Time::from_seconds(f.remaining / f.rate);
+    heap_update(id);
+  }
+  if (l.members.empty())
+    l.vt = 0;
+  else if (l.head == kNoFlow)
+    place_head(lid);
+}
+
 void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
   Flow& f = flows_[id];
   if (f.updated != now) {
@@ -155,6 +267,7 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
     f.updated = now;
   }
   if (rate == f.rate && f.finish != Time::max()) return;  // unchanged: the heap entry is still right
+  for (LinkId l : f.route) links_[l].est += rate - f.rate;
   f.rate = rate;
   f.finish = now + Time::from_seconds(f.remaining / rate);
   heap_update(id);
@@ -171,18 +284,50 @@ constexpr int kGrowthRounds = 6;
 void FlowNetwork::resolve(Time now) {
   if (new_flows_.empty() && dirty_links_.empty()) return;
   ++stamp_;
+  now_ = now;
   region_flows_.clear();
   region_links_.clear();
-  for (FlowId f : new_flows_) {
-    if (!flows_[f].active || flows_[f].stamp == stamp_) continue;
-    if (alone(f))  // nothing else on its links: no sharing to solve, nobody else affected
+  // New flows: alone on their links they take their rate; next to a class (or flows that may form one) they
+  // try to join it; the rest go to the region.
+  joins_.clear();
+  size_t kept = 0;
+  for (size_t i = 0; i < new_flows_.size(); ++i) {
+    FlowId f = new_flows_[i];
+    if (!flows_[f].active || flows_[f].join == stamp_) continue;
+    flows_[f].join = stamp_;
+    if (alone(f)) {  // nothing else on its links: no sharing to solve, nobody else affected
       set_rate(f, alone_rate(f), now);
+      continue;
+    }
+    LinkId target = class_target(f);
+    if (target != kUncertified)
+      joins_.emplace_back(target, f);
     else
-      add_to_region(f);
+      new_flows_[kept++] = f;
   }
-  // A link a flow left can give more only to the flows certified on it; the others keep their certificates.
+  new_flows_.resize(kept);
+  std::stable_sort(joins_.begin(), joins_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < joins_.size();) {
+    size_t j = i;
+    join_group_.clear();
+    while (j < joins_.size() && joins_[j].first == joins_[i].first) join_group_.push_back(joins_[j++].second);
+    if (!class_step(joins_[i].first, join_group_, now))
+      new_flows_.insert(new_flows_.end(), join_group_.begin(), join_group_.end());
+    i = j;
+  }
+  // A link a flow left: one class step when its flows allow it, else the region takes the flows certified on
+  // it (a link a flow left can give more only to them; the others keep their certificates).
+  kept = 0;
   for (LinkId l : dirty_links_) {
     links_[l].dirty = false;
+    if (links_[l].fast == stamp_ || class_step(l, {}, now)) continue;
+    dirty_links_[kept++] = l;
+  }
+  dirty_links_.resize(kept);
+  for (FlowId f : new_flows_)
+    if (flows_[f].stamp != stamp_) add_to_region(f);
+  for (LinkId l : dirty_links_) {
     for (FlowId f : links_[l].flows)
       if (flows_[f].stamp != stamp_ && (flows_[f].bottleneck == l || flows_[f].bottleneck == kUncertified))
         add_to_region(f);
@@ -206,6 +351,158 @@ void FlowNetwork::resolve(Time now) {
   for (FlowId f : region_flows_) set_rate(f, flows_[f].trial, now);
 }
 
+// The link a new flow may join the class of: the one link on its route with a class, else the shared link
+// with the smallest even share (a class may form there); kUncertified when none or several have a class.
+LinkId FlowNetwork::class_target(FlowId f) const {
+  LinkId best = kUncertified;
+  bool found = false;
+  double best_share = std::numeric_limits<double>::infinity();
+  for (LinkId m : flows_[f].route) {
+    const Link& l = links_[m];
+    if (!l.members.empty()) {
+      if (found) return kUncertified;
+      found = true;
+      best = m;
+    } else if (!found && l.flows.size() > 1) {
+      double s = l.capacity / static_cast<double>(l.flows.size());
+      if (s < best_share) {
+        best_share = s;
+        best = m;
+      }
+    }
+  }
+  return best;
+}
+
+// One processor-sharing step on link l: `joiners` (new flows crossing l) join its class, and the class rate
+// becomes l's even share among the members and joiners of what the flows certified elsewhere leave. Without a
+// class, the flows certified on l at one common rate form it first. Done only when the result provably is the
+// max-min allocation: every flow on l is a member, a joiner, or certified on another link at no more than the
+// new share; no member or joiner is capped below it; and every other link a member or joiner crosses stays
+// below capacity after the change (then no flow is certified on it, before or after, so no certificate
+// elsewhere moves), or carries no other flows than the members and joiners and fits them at the new share (a
+// link in series with l). Returns false, changing nothing, otherwise.
+bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time now) {
+  Link& l = links_[lid];
+  bool forming = l.members.empty();
+  double old = forming ? 0 : l.cls_rate;
+  double cap = forming ? std::numeric_limits<double>::infinity() : l.cls_cap;
+  double residual = l.capacity;
+  double held_top = 0;
+  size_t candidates = 0;
+  for (FlowId f : joiners) {
+    flows_[f].joining = true;
+    cap = std::min(cap, flows_[f].cap);
+  }
+  // The other flows certified here (with a rate, so in the completion heap) are candidates: they join the
+  // class when their rates are those of the members (or, without a class, of each other) to the slack of the
+  // certificate, i.e. all of them are the largest on the link.
+  auto candidate = [&](FlowId g) {
+    const Flow& fg = flows_[g];
+    return !fg.joining && fg.cls == kNoClass && fg.bottleneck == lid && fg.heap_pos != kNotInHeap;
+  };
+  bool ok = true;
+  for (FlowId g : l.flows) {
+    const Flow& fg = flows_[g];
+    if (fg.joining || fg.cls == lid) continue;
+    if (candidate(g)) {
+      if (candidates++ == 0 && forming)
+        old = fg.rate;
+      else if (std::abs(fg.rate - old) > old * kSlack)
+        ok = false;
+      cap = std::min(cap, fg.cap);
+      continue;
+    }
+    if (fg.bottleneck == kUncertified || fg.bottleneck == lid) ok = false;
+    double r = rate_of(g);
+    residual -= r;
+    held_top = std::max(held_top, r);
+  }
+  size_t n = l.members.size() + candidates + joiners.size();
+  residual = std::max(0.0, residual);
+  double share = n > 0 ? residual / static_cast<double>(n) : 0;
+  ok = ok && share > 0 && held_top <= share && share <= cap;  // (no members, no candidates: joiners only)
+  // Load changes on the other links of members, candidates and joiners.
+  ++check_;
+  delta_links_.clear();
+  double own = 0;  // the load change on l
+  auto add = [&](FlowId g, double d) {
+    own += d;
+    for (LinkId m : flows_[g].route) {
+      if (m == lid) continue;
+      Link& lm = links_[m];
+      if (lm.fixing++ == 0) {  // (counts the step's flows on m)
+        lm.delta = 0;
+        delta_links_.push_back(m);
+      }
+      lm.delta += d;
+    }
+  };
+  if (ok) {
+    for (FlowId g : l.members) add(g, share - old);
+    for (FlowId g : l.flows)
+      if (candidate(g)) add(g, share - flows_[g].rate);
+    for (FlowId g : joiners) add(g, share);
+    for (LinkId m : delta_links_) {
+      const Link& lm = links_[m];
+      if (lm.fixing == lm.flows.size()) {  // only the class's flows (a link in series with l): they fit
+        if (share * lm.fixing <= lm.capacity * (1 + kSlack)) continue;
+        ok = false;
+        break;
+      }
+      double limit = lm.capacity * (1 - kSlack);
+      if (lm.est + std::max(0.0, lm.delta) < limit - lm.capacity * 1e-7) continue;  // clear of the drift
+      refresh_link(m);
+      if (!(lm.load + std::max(0.0, lm.delta) < limit)) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  for (LinkId m : delta_links_) {
+    links_[m].fixing = 0;
+    if (ok) links_[m].est += links_[m].delta;
+  }
+  if (!ok) {
+    for (FlowId f : joiners) flows_[f].joining = false;
+    return false;
+  }
+  if (forming) {
+    l.vt = 0;
+    l.vt_at = now;
+  } else {
+    advance_class(l, now);
+  }
+  for (FlowId g : l.flows) {
+    if (!candidate(g)) continue;
+    Flow& fg = flows_[g];
+    double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
+    heap_erase(g);
+    fg.vtag = l.vt + left;
+    fg.cls = lid;
+    fg.cls_pos = static_cast<uint32_t>(l.members.size());
+    l.members.push_back(g);
+    class_sift(l, l.members.size() - 1);
+  }
+  for (FlowId g : joiners) {
+    Flow& fg = flows_[g];
+    fg.joining = false;
+    fg.vtag = l.vt + fg.remaining;
+    fg.bottleneck = lid;
+    fg.cls = lid;
+    fg.cls_pos = static_cast<uint32_t>(l.members.size());
+    l.members.push_back(g);
+    class_sift(l, l.members.size() - 1);
+  }
+  l.est += own;
+  l.cls_rate = share;
+  l.cls_cap = cap;
+  l.fast = stamp_;
+  ++class_updates_;
+  place_head(lid);
+  return true;
+}
+
 bool FlowNetwork::alone(FlowId f) const {
   for (LinkId lid : flows_[f].route)
     if (links_[lid].flows.size() != 1) return false;
@@ -226,6 +523,7 @@ double FlowNetwork::alone_rate(FlowId f) {
 }
 
 void FlowNetwork::add_to_region(FlowId f) {
+  if (flows_[f].cls != kNoClass) leave_class(f, now_);
   flows_[f].stamp = stamp_;
   region_flows_.push_back(f);
   for (LinkId l : flows_[f].route)
@@ -236,7 +534,7 @@ void FlowNetwork::add_to_region(FlowId f) {
 }
 
 double FlowNetwork::current_rate(FlowId f) const {
-  return flows_[f].stamp == stamp_ ? flows_[f].trial : flows_[f].rate;
+  return flows_[f].stamp == stamp_ ? flows_[f].trial : rate_of(f);
 }
 
 void FlowNetwork::refresh_link(LinkId lid) {
@@ -283,7 +581,7 @@ bool FlowNetwork::grow_region() {
       const Link& l = links_[on];  // refreshed by certify
       if (l.load < l.capacity * (1 - kSlack)) continue;
       for (FlowId g : l.flows)
-        if (flows_[g].stamp != stamp_ && flows_[g].rate > fl.trial * (1 + kSlack)) grown_.push_back(g);
+        if (flows_[g].stamp != stamp_ && rate_of(g) > fl.trial * (1 + kSlack)) grown_.push_back(g);
     }
     stuck = stuck || grown_.size() == before;
   }
@@ -295,6 +593,7 @@ bool FlowNetwork::grow_region() {
         continue;
       gl.checked = check_;
       gl.bottleneck = certify(g);
+      if (gl.cls != kNoClass && gl.bottleneck != gl.cls) leave_class(g, now_);  // no longer the class's
       if (gl.bottleneck == kUncertified) grown_.push_back(g);
     }
   size_t size = region_flows_.size();
@@ -325,7 +624,7 @@ bool FlowNetwork::solve_region() {
       if (flows_[f].stamp == stamp_)
         ++l.unfixed;
       else
-        l.residual -= flows_[f].rate;
+        l.residual -= rate_of(f);
     l.residual = std::max(0.0, l.residual);
     l.share = l.residual / l.unfixed;
     l.demand = 0;

@@ -8,9 +8,17 @@
 // longer holds until all do, which makes the result the max-min allocation; after a few rounds of growth the
 // region becomes its whole connected component. A new flow alone on its links takes its rate directly.
 // Completion times live in an indexed heap, re-keyed in place when a rate changes.
+// Processor sharing per link: flows certified on one link at its fair share (an incast) may be held as that
+// link's class: one rate for all, a virtual clock V (bytes each member has drained since the class formed)
+// and each member's finish tag (V at its start + its bytes) in a per-link heap; only the class's first member
+// sits in the completion heap. A flow joining or leaving the link changes the class rate in one step when
+// every other certificate provably stays valid (the held flows on the link are certified elsewhere and below
+// the new share, the members' other links stay unsaturated); otherwise the flows concerned leave the class
+// and the region solve above takes over.
 #include <cstdint>
 #include <queue>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "sim/core/units.hpp"
@@ -52,7 +60,7 @@ class FlowNetwork {
   // every flow that completes at that instant.
   uint64_t pop_completion();
 
-  double rate(FlowId f) const { return flows_[f].rate; }
+  double rate(FlowId f) const { return rate_of(f); }
   std::span<const LinkId> route(FlowId f) const { return flows_[f].route; }
   // Flow ids currently active (for tests and property checks).
   std::vector<FlowId> active_flow_ids() const;
@@ -67,11 +75,14 @@ class FlowNetwork {
   uint64_t region_solves() const { return solves_; }
   uint64_t region_growths() const { return growths_; }         // rounds that grew a region
   uint64_t component_fallbacks() const { return fallbacks_; }  // regions that became whole components
+  uint64_t class_updates() const { return class_updates_; }    // joins and leaves done by a class step
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
   static constexpr LinkId kCapped = UINT32_MAX - 1;
   static constexpr LinkId kUncertified = UINT32_MAX;
+  static constexpr LinkId kNoClass = UINT32_MAX;
+  static constexpr FlowId kNoFlow = UINT32_MAX;
   struct Link {
     double capacity = 0;
     Time latency;
@@ -87,6 +98,16 @@ class FlowNetwork {
     uint32_t checked = 0;  // check_ when load and top below are current
     double load = 0;       // sum of the flows' rates (trial rates for region flows)
     double top = 0;        // the largest of those rates
+    double delta = 0;      // class step scratch: load change
+    double est = 0;        // the flows' rates summed as they change (drifts by rounding; 0 when empty)
+    uint32_t fast = 0;     // == stamp_: a class step settled this link in this resolve
+    // processor-sharing class (flows certified here at one rate)
+    std::vector<FlowId> members;  // heap by (vtag, order)
+    double cls_rate = 0;
+    double cls_cap = 0;  // smallest cap of a member since the class formed
+    double vt = 0;       // virtual time: bytes per member drained from formation to vt_at
+    Time vt_at;
+    FlowId head = kNoFlow;  // the member in the completion heap
   };
   struct LinkStats {  // kept apart from Link (the solver never reads them), sized at the first flow
     double bytes = 0;
@@ -106,8 +127,13 @@ class FlowNetwork {
     uint64_t tag = 0;
     uint64_t order = 0;  // creation order: ties in completion time break by it
     uint32_t heap_pos = kNotInHeap;
-    uint32_t stamp = 0;                // == stamp_: in the region being solved
-    uint32_t checked = 0;              // == check_: certificate already looked at in this round
+    LinkId cls = kNoClass;  // the link whose class holds it (then rate, remaining, updated are unused)
+    double vtag = 0;        // member: the class's virtual time at which it completes
+    uint32_t cls_pos = 0;   // member: index in links_[cls].members
+    uint32_t join = 0;      // == stamp_: new since the last resolve (seen once)
+    bool joining = false;   // one of the new flows a class step is placing
+    uint32_t stamp = 0;     // == stamp_: in the region being solved
+    uint32_t checked = 0;   // == check_: certificate already looked at in this round
     LinkId bottleneck = kUncertified;  // the link its max-min certificate holds on, or kCapped
     bool active = false;
     bool fixed = false;
@@ -119,6 +145,18 @@ class FlowNetwork {
   bool grow_region();
   void grow_to_components();
   double current_rate(FlowId f) const;
+  double rate_of(FlowId f) const {
+    return flows_[f].cls == kNoClass ? flows_[f].rate : links_[flows_[f].cls].cls_rate;
+  }
+  LinkId class_target(FlowId f) const;
+  bool class_step(LinkId l, std::span<const FlowId> joiners, Time now);
+  void advance_class(Link& l, Time now);
+  void place_head(LinkId l);
+  void leave_class(FlowId f, Time now);
+  bool before_in_class(FlowId a, FlowId b) const;
+  void class_sift(Link& l, size_t i);
+  void class_remove(Link& l, FlowId f);
+  void heap_erase(FlowId id);
   LinkId certify(FlowId f);
   void refresh_link(LinkId l);
   void set_rate(FlowId f, double rate, Time now);
@@ -141,7 +179,11 @@ class FlowNetwork {
   std::vector<FlowId> capped_;      // region flows with a rate cap, by cap
   std::vector<FlowId> todo_;
   std::vector<LinkId> touched_links_;
-  std::vector<FlowId> heap_;  // completion order (see earlier())
+  std::vector<FlowId> heap_;                      // completion order (see earlier())
+  std::vector<std::pair<LinkId, FlowId>> joins_;  // class step scratch
+  std::vector<FlowId> join_group_;
+  std::vector<LinkId> delta_links_;
+  Time now_;
   uint32_t stamp_ = 0;
   uint32_t check_ = 0;
   size_t active_ = 0;
@@ -150,6 +192,7 @@ class FlowNetwork {
   uint64_t solves_ = 0;
   uint64_t growths_ = 0;
   uint64_t fallbacks_ = 0;
+  uint64_t class_updates_ = 0;
 };
 
 }  // namespace ddlsim

@@ -531,6 +531,182 @@ TEST(FlowNetworkProperties, SameSeedSameCompletionSequence) {
   }
 }
 
+// Incast: `workers` NICs push to `servers` server links (optionally through one of two core links), in waves
+// that start together or staggered, equal-sized or not, some capped, with some NICs slow enough to be the
+// bottleneck, plus random cross traffic over all links. Exercises the per-link processor-sharing classes:
+// joining, leaving, forming, and breaking up when a NIC or a core link takes over.
+RandomCase incast_case(uint64_t seed, size_t workers, size_t servers, size_t waves) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  RandomCase c;
+  for (size_t s = 0; s < servers; ++s) c.capacity.push_back(25 * kGB);  // server links 0..servers-1
+  for (size_t w = 0; w < workers; ++w)                                  // NICs, a few slow
+    c.capacity.push_back(pick(0, 5) == 0 ? uniform(0.05, 1) * kGB : uniform(10, 25) * kGB);
+  size_t core = c.capacity.size();
+  c.capacity.push_back(uniform(20, 200) * kGB);
+  c.capacity.push_back(uniform(20, 200) * kGB);
+  bool through_core = seed % 3 == 0;
+  // Odd seeds: every server link has a twin in series (same capacity, same flows; e.g. PCIe then NIC), so a
+  // class's members cross another saturated link that carries only them.
+  size_t twins = c.capacity.size();
+  if (seed % 2 == 1)
+    for (size_t s = 0; s < servers; ++s) c.capacity.push_back(25 * kGB);
+  for (size_t wave = 0; wave < waves; ++wave) {
+    double wave_start = uniform(0, 0.02);
+    bool equal = pick(0, 1) == 0;
+    double bytes = std::pow(10.0, uniform(6, 8));
+    for (size_t w = 0; w < workers; ++w)
+      for (size_t s = 0; s < servers; ++s) {
+        FlowSpec f;
+        f.route.push_back(static_cast<LinkId>(servers + w));
+        if (through_core) f.route.push_back(static_cast<LinkId>(core + w % 2));
+        f.route.push_back(static_cast<LinkId>(s));
+        if (seed % 2 == 1) f.route.push_back(static_cast<LinkId>(twins + s));
+        f.bytes = equal ? bytes : bytes * uniform(0.5, 2);
+        f.cap = pick(0, 19) == 0 ? uniform(0.5, 5) * kGB : 0;
+        f.start = Time::from_seconds(wave_start + (pick(0, 1) ? uniform(0, 0.005) : 0));
+        c.flows.push_back(f);
+      }
+  }
+  size_t cross = pick(0, workers);
+  for (size_t i = 0; i < cross; ++i) {
+    FlowSpec f;
+    std::vector<LinkId> all(c.capacity.size());
+    for (size_t l = 0; l < all.size(); ++l) all[l] = static_cast<LinkId>(l);
+    std::shuffle(all.begin(), all.end(), rng);
+    f.route.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(pick(1, 3)));
+    f.bytes = std::pow(10.0, uniform(6, 8.5));
+    f.start = Time::from_seconds(uniform(0, 0.03));
+    c.flows.push_back(f);
+  }
+  return c;
+}
+
+// Dragonfly-like: `groups` groups of `routers` routers, each router with two hosts (injection and ejection
+// links); local links between the routers of a group, one global link per ordered pair of groups. A flow
+// between hosts of different groups goes injection, local to the group's gateway, global, local, ejection;
+// many flows share the few global links (the bottleneck classes), others are held by their host links.
+RandomCase dragonfly_case(uint64_t seed, size_t groups, size_t routers, size_t flows) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  RandomCase c;
+  auto add = [&](double cap) {
+    c.capacity.push_back(cap);
+    return static_cast<LinkId>(c.capacity.size() - 1);
+  };
+  size_t hosts = groups * routers * 2;
+  std::vector<LinkId> inject(hosts), eject(hosts);
+  for (size_t h = 0; h < hosts; ++h) {
+    inject[h] = add(25 * kGB);
+    eject[h] = add(25 * kGB);
+  }
+  // local[g][a][b]: router a to router b of group g; global[g][h]: group g to group h
+  std::vector<std::vector<std::vector<LinkId>>> local(
+      groups, std::vector<std::vector<LinkId>>(routers, std::vector<LinkId>(routers)));
+  for (size_t g = 0; g < groups; ++g)
+    for (size_t a = 0; a < routers; ++a)
+      for (size_t b = 0; b < routers; ++b)
+        if (a != b) local[g][a][b] = add(50 * kGB);
+  std::vector<std::vector<LinkId>> global(groups, std::vector<LinkId>(groups));
+  for (size_t g = 0; g < groups; ++g)
+    for (size_t h = 0; h < groups; ++h)
+      if (g != h) global[g][h] = add(uniform(10, 40) * kGB);
+  for (size_t i = 0; i < flows; ++i) {
+    size_t src = pick(0, hosts - 1), dst = pick(0, hosts - 1);
+    size_t gs = src / (routers * 2), gd = dst / (routers * 2);
+    if (gs == gd) continue;
+    size_t rs = src / 2 % routers, rd = dst / 2 % routers;
+    size_t gw_out = gd % routers, gw_in = gs % routers;  // the routers holding the global link
+    FlowSpec f;
+    f.route.push_back(inject[src]);
+    if (rs != gw_out) f.route.push_back(local[gs][rs][gw_out]);
+    f.route.push_back(global[gs][gd]);
+    if (gw_in != rd) f.route.push_back(local[gd][gw_in][rd]);
+    f.route.push_back(eject[dst]);
+    f.bytes = pick(0, 1) ? 64e6 : std::pow(10.0, uniform(6, 8));
+    f.cap = pick(0, 9) == 0 ? uniform(1, 10) * kGB : 0;
+    f.start = pick(0, 2) ? Time() : Time::from_seconds(uniform(0, 0.01));
+    c.flows.push_back(f);
+  }
+  return c;
+}
+
+TEST(FlowNetworkProperties, IncastClassesKeepTheCertificateAndTheReferenceRates) {
+  // Capacity, certificate and the reference rates (1e-9) after every resolve, on incasts of 8-48 workers into
+  // 1-4 server links; the processor-sharing classes must have done the work.
+  uint64_t class_updates = 0;
+  for (uint64_t seed = 4001; seed <= 4040; ++seed) {
+    RandomCase c = incast_case(seed, 8 + seed % 41, 1 + seed % 4, 1 + seed % 3);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    class_updates += net.class_updates();
+  }
+  EXPECT_GT(class_updates, 1000u);
+}
+
+TEST(FlowNetworkProperties, IncastCompletionTimesMatchAFluidReference) {
+  // Completion times through the virtual clocks agree with re-solving everything in doubles at every event.
+  for (uint64_t seed = 5001; seed <= 5030; ++seed) {
+    RandomCase c = incast_case(seed, 4 + seed % 29, 1 + seed % 3, 1 + seed % 2);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
+TEST(FlowNetworkProperties, EqualIncastFlowsFinishTogetherInCreationOrder) {
+  // p equal flows into one server link, all from distinct NICs: one class; all end at p·n/B, popped in
+  // creation order (equal finish tags give equal times).
+  for (size_t p : {2, 3, 17, 64, 255}) {
+    FlowNetwork net;
+    LinkId server = net.add_link(Rate{25 * kGB}, Time());
+    std::vector<FlowSpec> flows;
+    for (size_t w = 0; w < p; ++w) {
+      LinkId nic = net.add_link(Rate{25 * kGB}, Time());
+      flows.push_back({{nic, server}, 10e6, 0, Time()});
+    }
+    auto done = simulate(net, flows);
+    ASSERT_EQ(done.size(), p);
+    for (size_t i = 0; i < p; ++i) {
+      EXPECT_EQ(done[i].tag, i);
+      EXPECT_EQ(done[i].at, done[0].at);
+    }
+    expect_time(done[0].at, static_cast<double>(p) * 10e6 / (25 * kGB));
+  }
+}
+
+TEST(FlowNetworkProperties, DragonflyLikeGlobalLinksKeepTheCertificate) {
+  uint64_t class_updates = 0;
+  for (uint64_t seed = 6001; seed <= 6030; ++seed) {
+    RandomCase c = dragonfly_case(seed, 3 + seed % 3, 2 + seed % 3, 60 + seed % 140);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    class_updates += net.class_updates();
+  }
+  EXPECT_GT(class_updates, 100u);
+}
+
+TEST(FlowNetworkProperties, DragonflyLikeCompletionTimesMatchAFluidReference) {
+  for (uint64_t seed = 7001; seed <= 7020; ++seed) {
+    RandomCase c = dragonfly_case(seed, 3 + seed % 2, 2 + seed % 2, 40 + seed % 60);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
 TEST(FlowNetworkProperties, StatisticsCountFlows) {
   RandomCase c = random_case(7, true);
   FlowNetwork net = build(c, 1.0);
