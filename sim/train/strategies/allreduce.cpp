@@ -47,29 +47,18 @@ class AllreduceStep : public StepBuilder {
     TaskGraph& g = ctx.graph;
     const uint32_t p = ctx.workers;
     const int k = ctx.step;
-    TaskId last = kNoTask;
-    for (size_t b = 0; b < ctx.buckets.size(); ++b) {
-      TaskId gate = kNoTask;
-      if (o_.negotiation) {
+    std::function<TaskId(size_t)> negotiation;
+    if (o_.negotiation)
+      negotiation = [&](size_t) {
         // Horovod: the background thread wakes every cycle (half a cycle on average) and rank 0 negotiates
         // which tensors are ready on all ranks: a gather and a broadcast of small messages, ~2 log2(p)
         // latencies.
         double lat = ctx.cluster.comm.inter.lookup(64).alpha.seconds() + 2e-6;
-        double negotiation = 2 * std::ceil(std::log2(std::max<uint32_t>(p, 2))) * lat;
-        gate = g.add_delay(Time::from_seconds(o_.cycle_time / 2 + negotiation), Category::Communication, -1,
+        double rounds = 2 * std::ceil(std::log2(std::max<uint32_t>(p, 2)));
+        return g.add_delay(Time::from_seconds(o_.cycle_time / 2 + rounds * lat), Category::Communication, -1,
                            k, g.label("horovod negotiation"));
-      }
-      std::vector<TaskId> launch(p, gate);
-      if (gate == kNoTask)
-        for (uint32_t w = 0; w < p; ++w) launch[w] = ctx.backward[w][b];
-      TaskId coll =
-          ctx.collective(o_.algorithm, ctx.buckets[b].bytes, "allreduce", std::move(launch), o_.inter_node);
-      for (uint32_t w = 0; w < p; ++w) g.depend(ctx.backward[w][b], gate != kNoTask ? gate : coll);
-      if (gate != kNoTask) g.depend(gate, coll);
-      if (prev_ != kNoTask) g.depend(prev_, gate != kNoTask ? gate : coll);
-      prev_ = coll;
-      last = coll;
-    }
+      };
+    TaskId last = ctx.bucket_collectives(o_.algorithm, "allreduce", prev_, o_.inter_node, negotiation);
     uint32_t l_upd = g.label("optimizer update");
     for (uint32_t w = 0; w < p; ++w) {
       TaskId upd = g.add_compute(ctx.gpu[w], Time::from_seconds(ctx.update_time(1.0)),

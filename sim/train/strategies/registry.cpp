@@ -139,6 +139,24 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
   return graph.add_collective(std::move(t), step, graph.label(label));
 }
 
+TaskId StepContext::bucket_collectives(Algorithm a, const char* label, TaskId& prev, Algorithm inter_node,
+                                       const std::function<TaskId(size_t)>& gate) {
+  TaskId last = kNoTask;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    TaskId g = gate ? gate(b) : kNoTask;
+    std::vector<TaskId> launch(workers, g);
+    if (g == kNoTask)
+      for (uint32_t w = 0; w < workers; ++w) launch[w] = backward[w][b];
+    TaskId coll = collective(a, buckets[b].bytes, label, std::move(launch), inter_node);
+    TaskId first = g != kNoTask ? g : coll;  // what the bucket's backward passes and the previous one gate
+    for (uint32_t w = 0; w < workers; ++w) graph.depend(backward[w][b], first);
+    if (g != kNoTask) graph.depend(g, coll);
+    if (prev != kNoTask) graph.depend(prev, first);
+    prev = last = coll;
+  }
+  return last;
+}
+
 double StepContext::update_time(double fraction) const {
   // SGD with momentum streams weights, gradients and momentum: ~4 reads/writes of 4 bytes per parameter.
   return cluster.gpu.memory_bandwidth > 0 ? params * fraction * 16 / cluster.gpu.memory_bandwidth : 0;

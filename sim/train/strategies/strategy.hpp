@@ -3,6 +3,7 @@
 // gradients into tasks, and the registry from a strategy's name to both. A new strategy is one file in this
 // folder (options, configure, builder) plus one line in registry.cpp.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,12 @@ class StepContext {
   // One isolated collective of all workers, launched per worker by `launch`; plans are cached per shape.
   TaskId collective(Algorithm a, double bytes, const char* label, std::vector<TaskId> launch,
                     Algorithm inter_node = Algorithm::Ring);
+  // One collective per bucket, in bucket order (each waits for the one before, `prev`, which it updates),
+  // each launched on a worker when its backward for the bucket ends, or behind `gate(b)` when that gives a
+  // task (Horovod's negotiation). Returns the last collective.
+  TaskId bucket_collectives(Algorithm a, const char* label, TaskId& prev,
+                            Algorithm inter_node = Algorithm::Ring,
+                            const std::function<TaskId(size_t)>& gate = {});
   // Seconds of an SGD-momentum update of `fraction` of the parameters on a GPU.
   double update_time(double fraction) const;
 

@@ -21,15 +21,7 @@ class ZeroStep : public StepBuilder {
     TaskGraph& g = ctx.graph;
     const uint32_t p = ctx.workers;
     const int k = ctx.step;
-    TaskId last = kNoTask;
-    for (size_t b = 0; b < ctx.buckets.size(); ++b) {
-      std::vector<TaskId> launch(p);
-      for (uint32_t w = 0; w < p; ++w) launch[w] = ctx.backward[w][b];
-      TaskId coll = ctx.collective(Algorithm::ReduceScatter, ctx.buckets[b].bytes, "reduce-scatter", launch);
-      for (uint32_t w = 0; w < p; ++w) g.depend(ctx.backward[w][b], coll);
-      if (prev_ != kNoTask) g.depend(prev_, coll);
-      prev_ = last = coll;
-    }
+    TaskId last = ctx.bucket_collectives(Algorithm::ReduceScatter, "reduce-scatter", prev_);
     // Each rank updates its 1/p shard, then the parameters are all-gathered.
     uint32_t l_upd = g.label("optimizer update");
     std::vector<TaskId> upd(p);
