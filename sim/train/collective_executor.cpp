@@ -13,6 +13,12 @@ struct CollectiveExecutor::Run {
   std::vector<uint32_t> free_messages;
   uint32_t done = 0;
   std::vector<Send> scratch;
+  // Recording: the collective started alone on an idle network, so its flow-model run is recorded for
+  // replays (unless other flows turn out to have shared the network meanwhile).
+  bool recording = false;
+  Time start;
+  uint64_t flows_before = 0, flows = 0, messages_before = 0;
+  std::vector<LinkUsage> usage_before;
 };
 
 CollectiveExecutor::CollectiveExecutor(Transport& transport, EventQueue& events, EngineStats& stats,
@@ -32,12 +38,17 @@ Time CollectiveExecutor::reduce_delay(const Run& run, uint32_t member, uint32_t 
 // The fast path needs the collective's isolation promise and an idle network; it then owns the network until
 // the collective's end.
 bool CollectiveExecutor::start_fast(TaskId t, const CollectiveTask& spec, Time now) {
-  if (!spec.isolated || !transport_.idle() || now < transport_.isolated_until()) return false;
+  if (!alone(spec, now)) return false;
   FastOutcome out = fast_.run(spec, now);
   if (!out.ok) return false;
-  ++stats_.fast_collectives;
   stats_.messages += out.messages;
-  stats_.fast_messages += out.messages;
+  if (out.replayed) {
+    ++stats_.slow_collectives;
+    ++stats_.replayed_collectives;
+  } else {
+    ++stats_.fast_collectives;
+    stats_.fast_messages += out.messages;
+  }
   Time end = Time::ps(now.picoseconds() + out.duration);
   transport_.isolate_until(end);
   events_.schedule(end, EventKind::TaskEnd, t);
@@ -56,6 +67,13 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
   run->sends_left.assign(p, 0);
   run->recvs_left.assign(p, 0);
   uint32_t id = static_cast<uint32_t>(runs_.size());
+  if (fast && alone(spec, now)) {  // the fast path declined: record this run for the next ones
+    run->recording = true;
+    run->start = now;
+    run->flows_before = transport_.net().flows_started();
+    run->messages_before = stats_.messages;
+    run->usage_before = transport_.net().link_usage();
+  }
   runs_.push_back(std::move(run));
   if (p == 0 || runs_[id]->plan->rounds() == 0) {
     runs_[id].reset();
@@ -96,6 +114,7 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
       run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now);
+      run.flows += run.messages[slot].parts;
     }
   }
 }
@@ -109,6 +128,7 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
     if (s == plan.rounds()) {
       if (++run.done == plan.members()) {
         TaskId t = run.task;
+        if (run.recording) record(run, now);
         runs_[id].reset();
         done_(t);
       }
@@ -123,6 +143,23 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
     }
     ++s;
   }
+}
+
+// The network carried this collective alone from its start to now (no other flow started, none waits):
+// its run is the one to replay.
+void CollectiveExecutor::record(const Run& run, Time now) {
+  const FlowNetwork& net = transport_.net();
+  if (!transport_.idle() || net.flows_started() - run.flows_before != run.flows) return;
+  std::vector<LinkDelta> usage;
+  std::vector<LinkUsage> after = net.link_usage();
+  for (size_t l = 0; l < after.size(); ++l) {
+    const LinkUsage& b = l < run.usage_before.size() ? run.usage_before[l] : LinkUsage{};
+    if (after[l].bytes != b.bytes || after[l].busy_s != b.busy_s)
+      usage.push_back({static_cast<LinkId>(l), after[l].bytes - b.bytes,
+                       Time::from_seconds(after[l].busy_s - b.busy_s).picoseconds()});
+  }
+  fast_.record_flow_run(*run.spec, now.picoseconds() - run.start.picoseconds(),
+                        stats_.messages - run.messages_before, std::move(usage));
 }
 
 void CollectiveExecutor::round_complete(uint32_t id, uint32_t m, Time now) {

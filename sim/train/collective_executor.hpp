@@ -1,6 +1,7 @@
 #pragma once
 // Runs collective tasks for the Engine. An isolated collective that starts on an idle network goes by the
-// max-plus fast path (FastPath) when that is exact; every other one runs its round plan on the flow model: a
+// max-plus fast path (FastPath) when that is exact, or replays the recorded flow-model run of the same
+// collective alone on an idle network; every other one runs its round plan on the flow model: a
 // per-member state machine that enters round s when its sends and receives of round s-1 are done and it has
 // reduced what it received (EventKind::RoundDone after the reduce time). Messages that arrive before their
 // receiver reached their round are counted early. Messages are flows tagged with message_tag(); a message
@@ -46,7 +47,12 @@ class CollectiveExecutor {
     uint32_t from, to, round, parts;
   };
   struct Run;
+  // The collective may run alone: isolated by its graph, on an idle network.
+  bool alone(const CollectiveTask& spec, Time now) const {
+    return spec.isolated && transport_.idle() && now >= transport_.isolated_until();
+  }
   bool start_fast(TaskId t, const CollectiveTask& spec, Time now);
+  void record(const Run& run, Time now);
   void enter_round(uint32_t run, uint32_t member, uint32_t round, Time now);
   void send_round(uint32_t id, Run& run, uint32_t member, uint32_t round, Time now);
   void round_complete(uint32_t run, uint32_t member, Time now);

@@ -12,12 +12,13 @@
 namespace ddlsim {
 
 struct EngineStats {
-  uint64_t events = 0;            // events handled by the queue
-  uint64_t flows = 0;             // flows run on the flow network
-  uint64_t messages = 0;          // transfers simulated (flow model + fast path)
-  uint64_t fast_messages = 0;     // of which by the fast path
-  uint64_t fast_collectives = 0;  // collectives done by the fast path
-  uint64_t slow_collectives = 0;  // collectives done by the flow model
+  uint64_t events = 0;                // events handled by the queue
+  uint64_t flows = 0;                 // flows run on the flow network
+  uint64_t messages = 0;              // transfers simulated (flow model + fast path)
+  uint64_t fast_messages = 0;         // of which by the fast path
+  uint64_t fast_collectives = 0;      // collectives done by the fast path
+  uint64_t slow_collectives = 0;      // collectives done by the flow model
+  uint64_t replayed_collectives = 0;  // of those, replays of a recorded flow-model run of the same collective
 };
 
 enum class EventKind : uint8_t { TaskEnd, FlowStart, MessageDone, RoundDone };

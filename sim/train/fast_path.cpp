@@ -472,18 +472,43 @@ FastPath::Memo* FastPath::find(const CollectiveTask& spec) {
 FastOutcome FastPath::run(const CollectiveTask& spec, Time now) {
   Memo* memo = find(spec);
   if (!memo) {
-    memo_.push_back(
-        {spec.plan.get(), &spec.members, spec.reduce_on_cpu_for_servers, spec.first_server, {}, {}, {}});
-    memo = &memo_.back();
+    memo = &memo_.emplace_back();
+    memo->plan = spec.plan.get();
+    memo->members = &spec.members;
+    memo->cpu_servers = spec.reduce_on_cpu_for_servers;
+    memo->first_server = spec.first_server;
     Evaluation eval(*this, spec, now);
     memo->outcome = eval.run(memo->usage, memo->fixes);
   }
-  if (memo->outcome.ok) ++memo->runs;
+  if (memo->outcome.ok) {
+    ++memo->runs;
+    return memo->outcome;
+  }
+  if (memo->recorded) {
+    ++memo->replays;
+    return memo->flow_outcome;
+  }
   return memo->outcome;
+}
+
+void FastPath::record_flow_run(const CollectiveTask& spec, int64_t duration, uint64_t messages,
+                               std::vector<LinkDelta> usage) {
+  Memo* memo = find(spec);
+  if (!memo || memo->outcome.ok || memo->recorded) return;
+  memo->recorded = true;
+  memo->flow_outcome = FastOutcome{true, duration, messages, true};
+  memo->flow_usage = std::move(usage);
 }
 
 void FastPath::add_usage(std::vector<LinkUsage>& usage) const {
   for (const Memo& m : memo_) {
+    // Replays of a recorded flow-model run (the recorded run itself is in the flow network's usage, peaks
+    // included).
+    for (const LinkDelta& d : m.flow_usage) {
+      LinkUsage& lu = usage.at(d.link);
+      lu.bytes += d.bytes * static_cast<double>(m.replays);
+      lu.busy_s += Time::ps(d.busy_ps * static_cast<int64_t>(m.replays)).seconds();
+    }
     if (m.runs == 0) continue;
     int64_t runs = static_cast<int64_t>(m.runs);
     for (const RouteUsage& u : m.usage)

@@ -6,6 +6,11 @@
 // with every flow at its own upper bound). Evaluated on an idle network; the outcome (success or not) depends
 // only on the plan and the members, so it is memoised per plan: a collective repeated every step is evaluated
 // once.
+//
+// Where the fast path declines, the flow model's run of the same collective, alone on an idle network, is
+// just as much a function of the plan and the members: the first such run is recorded (its duration, its
+// messages and what it put on each link) and later runs replay it. That is the flow model's own result, to
+// the picosecond, without re-solving max-min for every message of every step.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -19,6 +24,14 @@ struct FastOutcome {
   bool ok = false;        // false: messages would exceed a link's capacity (or multipath): use the flow model
   int64_t duration = 0;   // ps from the collective's start to its end
   uint64_t messages = 0;  // messages it stands for
+  bool replayed = false;  // a recorded flow-model run (not a max-plus evaluation)
+};
+
+// What one flow-model run of a collective put on one link.
+struct LinkDelta {
+  LinkId link;
+  double bytes;
+  int64_t busy_ps;
 };
 
 class FastPath {
@@ -26,6 +39,10 @@ class FastPath {
   explicit FastPath(Transport& transport) : transport_(transport) {}
   // The outcome of `spec` started at `now` on an idle network (memoised).
   FastOutcome run(const CollectiveTask& spec, Time now);
+  // Records the flow model's run of `spec` (one the fast path declined), alone on an idle network from its
+  // start to its end: later calls of run() for it replay this outcome.
+  void record_flow_run(const CollectiveTask& spec, int64_t duration, uint64_t messages,
+                       std::vector<LinkDelta> usage);
   // Adds what the collectives run so far put on each link (bytes, busy time, peak concurrent messages) to
   // `usage` (indexed by link id). An evaluation keeps its usage by route with its memo, counted per run, and
   // spreads it over the links only here; links where messages overlapped get a correction (the overlap, not
@@ -46,14 +63,19 @@ class FastPath {
     uint32_t peak;       // the most messages on the link at once
   };
   struct Memo {
-    const CollectivePlan* plan;
-    const std::vector<VertexId>* members;
-    bool cpu_servers;
-    uint32_t first_server;
+    const CollectivePlan* plan = nullptr;
+    const std::vector<VertexId>* members = nullptr;
+    bool cpu_servers = false;
+    uint32_t first_server = 0;
     FastOutcome outcome;
     std::vector<RouteUsage> usage;
     std::vector<LinkFix> fixes;
     uint64_t runs = 0;  // collectives it stood for
+    // A recorded flow-model run (when the fast path declined), and how many runs replayed it.
+    bool recorded = false;
+    FastOutcome flow_outcome;
+    std::vector<LinkDelta> flow_usage;
+    uint64_t replays = 0;
   };
   Memo* find(const CollectiveTask& spec);
 

@@ -224,5 +224,33 @@ TEST(EngineCollectiveExecutor, SharedLinksFallBackToTheFlowModel) {
   }
 }
 
+// A collective the fast path declines runs on the flow model once; later runs alone on an idle network replay
+// that run. Each run of the direct allreduce takes the same time d as the flow model re-solved every time
+// (t_k - t_{k-1} = d, to the picosecond), and every uplink carries k(p-1)n bytes after k runs.
+TEST(EngineCollectiveExecutor, RepeatedContendedCollectiveReplaysTheFlowModelsRun) {
+  const int p = 4;
+  const double n = 4e6, C = 10e9;
+  Star s = make_star(p, C, Time::us(1));
+  CommModel comm;
+  CollectiveTask spec;
+  spec.plan = make_plan(CollectiveShape{.algorithm = Algorithm::Direct, .ranks = p, .bytes = n});
+  spec.members = s.gpus;
+  spec.isolated = true;
+  ExecutorRun replay(s.topo, comm), flow(s.topo, comm);
+  Time prev_replay, prev_flow;
+  for (int k = 1; k <= 3; ++k) {
+    Time a = replay.run(spec, true), b = flow.run(spec, false);
+    EXPECT_EQ(a - prev_replay, b - prev_flow) << k;
+    prev_replay = a;
+    prev_flow = b;
+    for (const LinkUsage& u : replay.usage()) EXPECT_NEAR(u.bytes, k * (p - 1) * n, 1e-6) << k;
+  }
+  EXPECT_EQ(replay.stats.slow_collectives, 3u);
+  EXPECT_EQ(replay.stats.replayed_collectives, 2u);
+  EXPECT_EQ(flow.stats.replayed_collectives, 0u);
+  EXPECT_EQ(replay.stats.messages, flow.stats.messages);
+  EXPECT_EQ(replay.transport.net().flows_started() * 3, flow.transport.net().flows_started());
+}
+
 }  // namespace
 }  // namespace ddlsim
