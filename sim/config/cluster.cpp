@@ -305,7 +305,7 @@ CommClass parse_comm_ranges(const YamlNode& list) {
 
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
-                    "bandwidth_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
+                    "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
                     "calibration", "intra", "inter", "reduce", "transports"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
@@ -332,6 +332,10 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
       if (auto r = n.get("cpu_rate")) h.cpu_rate = r->as_rate().value;  // the unit parser rejects <= 0
       m.transports[name] = h;
     }
+  }
+  if (auto g = comm.get("goodput_inter")) {
+    m.goodput_inter = g->as_fraction();
+    if (m.goodput_inter <= 0 || m.goodput_inter > 1) g->fail("goodput_inter must be in (0, 1]");
   }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();

@@ -84,6 +84,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   if (servers.link)
     for (VertexId s : c.servers)
       for (LinkId l : t.out_links(s)) t.set_cable_spec(l, *servers.link);
+  if (c.comm.goodput_inter < 1) t.scale_fabric_capacity(c.comm.goodput_inter);
   return c;
 }
 

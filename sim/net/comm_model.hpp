@@ -54,6 +54,10 @@ struct CommModel {
   CommClass inter;                                                // across nodes
   std::vector<ReduceRange> reduce = std::vector<ReduceRange>(1);  // sorted by max_bytes, last one unbounded
   uint32_t multipath = 1;  // split each transfer over this many routes (1 = minimal only)
+  // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
+  // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
+  // (inter) is a fraction of that.
+  double goodput_inter = 1;
   // Named host transports (`transport:` of a strategy): the built-in ideal, rdma and nccl, plus the comm
   // map's `transports:`.
   std::map<std::string, HostTransport> transports = {{"ideal", {}}, {"rdma", {}}, {"nccl", {}}};

@@ -53,6 +53,13 @@ class Topology {
     links_[l ^ 1u].spec = spec;
   }
 
+  // Scales the capacity of every fabric link (NIC cables and switch-to-switch links; not NVLink or PCIe) by
+  // `fraction`: the share of the line rate left for payload.
+  void scale_fabric_capacity(double fraction) {
+    for (DirectedLink& l : links_)
+      if (l.cls != LinkClass::NvLink && l.cls != LinkClass::Pcie) l.spec.capacity.value *= fraction;
+  }
+
   const Vertex& vertex(VertexId v) const { return vertices_[v]; }
   size_t vertex_count() const { return vertices_.size(); }
   const std::vector<DirectedLink>& links() const { return links_; }

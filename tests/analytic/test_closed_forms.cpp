@@ -197,6 +197,23 @@ TEST(ClosedForm, ParameterServerColocated) {
   }
 }
 
+TEST(ClosedForm, GoodputBoundsEveryFlowOnALinkTogether) {
+  // goodput_inter g: every fabric link carries g·B for all its flows together; one flow gets e of that.
+  // Ring (one flow per link at a time): T = 2(p−1)·(2l + n/(p·e·g·B)).
+  // PS with one dedicated server (the server's downlink carries p flows of n, each wanting e·g·B > g·B/p):
+  // T = 2·p·n/(g·B) + 2·2l, the same for every e ≥ 1/p: the single-flow efficiency never reaches an incast.
+  const int p = 8;
+  const double g = 0.941;
+  for (double e : {0.5, 0.8, 1.0}) {
+    SCOPED_TRACE(e);
+    std::string comm = fmt::format("{{goodput_inter: {}, efficiency_inter: {}}}", g, e);
+    expect_rel(run(p, "ring", comm).time_s, 2.0 * (p - 1) * (2 * kL + kN / (p * e * g * kB)));
+    double ps = 2 * p * kN / (g * kB) + 2 * 2 * kL;
+    expect_rel(run(p, "{name: ps, servers: 1, placement: dedicated}", comm).time_s, ps);
+    expect_rel(run(p, "{name: ps, servers: 1, placement: dedicated}", comm, "allreduce", false).time_s, ps);
+  }
+}
+
 TEST(ClosedForm, DirectAllreduce) {
   // Every rank sends its whole buffer to the p−1 others at once: each uplink carries (p−1)·n.
   // T = (p−1)·n/B + 2l
