@@ -68,8 +68,9 @@ int describe_command(const std::vector<std::string>& args) {
     }
   }
   if (c.comm.goodput_inter < 1)
-    std::cout << fmt::format("  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
-                             c.comm.goodput_inter);
+    std::cout << fmt::format(
+        "  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
+        c.comm.goodput_inter);
   std::vector<double> bounds;
   for (const ReduceRange& r : c.comm.reduce) bounds.push_back(r.max_bytes);
   for (size_t i = 0; i < c.comm.reduce.size(); ++i) {

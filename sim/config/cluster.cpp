@@ -305,8 +305,8 @@ CommClass parse_comm_ranges(const YamlNode& list) {
 
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
-                    "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu", "multipath", "source",
-                    "calibration", "intra", "inter", "reduce", "transports"});
+                    "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu",
+                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {

@@ -19,9 +19,9 @@ namespace {
 
 struct Shipped {
   const char* name;
-  double nic_rate;    // bytes/s per NIC port (the topology's link bandwidth)
-  double efficiency;  // comm.efficiency_inter (a fraction of the goodput)
-  double cpu_reduce;  // comm.reduce_bandwidth_cpu (bytes of operand summed per second on a host CPU)
+  double nic_rate;     // bytes/s per NIC port (the topology's link bandwidth)
+  double efficiency;   // comm.efficiency_inter (a fraction of the goodput)
+  double cpu_reduce;   // comm.reduce_bandwidth_cpu (bytes of operand summed per second on a host CPU)
   double goodput = 1;  // comm.goodput_inter: the share of the line rate all flows on a link get together
 };
 

@@ -206,15 +206,36 @@ TEST(Aach2023, KnownMisses) {
 TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
   // The guide's claim (Sergeev & Del Balso 2018): 88% scaling efficiency on 128 GPUs for Inception V3 and
   // ResNet-101 over 25 GbE, efficiency relative to one GPU (reference_gpus: 1, part of a node); held within
-  // ±0.05.
+  // ±0.05 (Horovod alone: --max-error judges every row).
   for (const std::string extra :
        {"", " --set workload.model=resnet101 --set workload.compute.samples_per_s=130"}) {
     auto o = ddlsim_test::run_ddlsim(
         "validate '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/horovod-guide-128gpu.yaml' --measured '" +
-        DDLSIM_SOURCE_DIR + "/scenarios/measured/horovod_guide.csv' --format csv --max-error 0.05" + extra);
+        DDLSIM_SOURCE_DIR + "/scenarios/measured/horovod_guide.csv' --format csv --max-error 0.05" +
+        " --set strategies=[horovod]" + extra);
     EXPECT_EQ(o.status, 0) << extra << "\n" << o.out;
     CsvTable t = parse_csv(o.out, "validate output");
     ASSERT_EQ(t.rows.size(), 1u) << o.out;
     EXPECT_NEAR(std::stod(t.rows[0][t.column("simulated")]), 0.88, 0.05);
   }
+}
+
+TEST(HorovodGuide, TensorFlowParameterServersStillCollapseTooFar) {
+  // "Twice faster than the standard distributed TensorFlow": TF-PS at 0.88 / 2 = 0.44 on 128 GPUs. The
+  // scenario's TF-style PS (32 colocated servers, greedy placement of whole variables, no aggregation in a
+  // server) collapses to ≈0.22: the mechanism (a server holding a large variable receives it from every
+  // GPU) is there, its size twice too large. Checked to still miss, so a model change that fixes it is
+  // noticed and the point moves into the held test above; and checked to stay below Horovod (the guide's
+  // ordering).
+  auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) +
+                                   "/scenarios/horovod-guide-128gpu.yaml' --measured '" + DDLSIM_SOURCE_DIR +
+                                   "/scenarios/measured/horovod_guide.csv' --format csv");
+  ASSERT_EQ(o.status, 0) << o.out;
+  CsvTable t = parse_csv(o.out, "validate output");
+  ASSERT_EQ(t.rows.size(), 2u) << o.out;
+  double horovod = 0, ps = 0;
+  for (const auto& row : t.rows)
+    (row[t.column("strategy")] == "horovod" ? horovod : ps) = std::stod(row[t.column("simulated")]);
+  EXPECT_GT(std::abs(ps - 0.44), 0.05);
+  EXPECT_LT(ps, horovod / 1.5);
 }
