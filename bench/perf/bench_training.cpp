@@ -13,7 +13,11 @@
 //                                     synthetic data (no file-system bound)
 // Columns: case, gpus, messages (collective messages simulated), flows (flows solved on the flow
 // model), wall_s, rss_MB (peak resident set so far).
-// Usage: bench_training [--quick]   (--quick: 64 and 1024 GPUs instead of 1024 and 16384)
+//   alps-{4096-ring,4096-hierarchical}  (--alps only) ResNet-50 bf16 DDP on 1024 nodes x 4 GH200 of
+//                                     topologies/alps-gh200 (Slingshot dragonfly): rings that span groups
+//                                     share local links, so the flow model runs each distinct bucket once and
+//                                     replays it
+// Usage: bench_training [--quick | --alps]   (--quick: 64 and 1024 GPUs instead of 1024 and 16384)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -59,6 +63,13 @@ int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
+  if (argc > 1 && std::strcmp(argv[1], "--alps") == 0) {
+    std::vector<std::string> alps = {"cluster.topology=alps-gh200", "cluster.max_nodes=4096",
+                                     "cluster.comm={}", "workload.loader=synthetic", "workload.precision=bf16"};
+    for (const char* a : {"ring", "hierarchical"})
+      run_case(std::string("alps-4096-") + a, juwels, 1024, a, alps);
+    return 0;
+  }
   int64_t small = quick ? 16 : 256, big = quick ? 256 : 4096;
   std::string juwels_name = "juwels-" + std::to_string(small * 4) + "-";
   for (const char* a : {"hierarchical", "ring"}) run_case(juwels_name + a, juwels, small, a, {});

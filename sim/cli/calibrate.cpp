@@ -282,7 +282,9 @@ int calibrate_command(const std::vector<std::string>& args) {
       throw InputError({"--scenario", 0, 0}, "",
                        "--scenario fits the compute efficiency to measured step times: give a CSV with "
                        "gpus,step_time_s or gpus,throughput_samples_per_s");
-    compute = fit_compute_efficiency(load_scenario(scenario, a.sets), a.str("strategy"), steps);
+    Scenario sc = load_scenario(scenario, a.sets);
+    require_no_jobs(sc, "calibrate");
+    compute = fit_compute_efficiency(sc, a.str("strategy"), steps);
     compute_rows = compute_report(*compute, scenario);
   }
   std::string out_path = a.str("out");

@@ -47,6 +47,7 @@ int crossover_command(const std::vector<std::string>& args) {
   const Args& a = *parsed;
   const std::string path = a.positional[0];
   Scenario sc = load_scenario(path, a.sets);
+  require_no_jobs(sc, "crossover");
   int ps = -1, other = -1;
   for (size_t i = 0; i < sc.strategies.size(); ++i) {
     if (sc.strategies[i].name == "ps" && ps < 0) ps = static_cast<int>(i);

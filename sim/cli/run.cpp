@@ -10,6 +10,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/jobs.hpp"
 #include "sim/train/training.hpp"
 
 namespace ddlsim::cli {
@@ -65,6 +66,9 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   EngineOptions opts;
   opts.fast_collectives = !a.has("no-fast");
   bool stats = a.has("stats");
+  if (!sc.jobs.empty() && nodes_override)
+    command_line("--nodes").fail(
+        "a scenario with jobs runs on its one machine (cluster.nodes): use ddlsim run");
   std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
   if (nodes_override) check_node_counts(sc.cluster, counts, command_line("--nodes"));
   const size_t links = static_cast<size_t>(count_option(a, "links", 1).value_or(0));
@@ -78,7 +82,16 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
         "with at "
         "least one flow or message on the link / the run's length; links are directed (from > to)");
   }
-  if (sc.collective) {
+  if (!sc.jobs.empty()) {
+    if (a.has("trace")) command_line("--trace").fail("traces of scenarios with jobs are not written yet");
+    TrainingOptions topts;
+    topts.engine = opts;
+    topts.jobs = jobs_option(a);
+    ProgressBar bar(sc.name);
+    topts.progress = bar.callback();
+    topts.top_links = links;
+    report = links > 0 ? jobs_links_report(sc, topts) : run_jobs_report(sc, topts);
+  } else if (sc.collective) {
     report.title = fmt::format("{}: {} of {} on {}", sc.name, collective_name(sc.collective->kind),
                                format_bytes(Bytes{sc.collective->bytes}), sc.cluster.name);
     for (const Strategy& st : sc.strategies)

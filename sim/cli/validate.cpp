@@ -108,6 +108,7 @@ int validate_command(const std::vector<std::string>& args) {
   double max_abs = number_option("max-error"), max_rel = number_option("max-rel-error");
 
   Scenario sc = load_scenario(a.positional[0], a.sets);
+  require_no_jobs(sc, "validate");
   if (sc.collective)
     throw InputError({sc.file, 0, 0}, "workload",
                      "validate needs a training workload (model, batch_per_gpu, ...)");

@@ -32,10 +32,105 @@ CollectiveWorkload parse_collective(const YamlNode& w) {
   return {k->second, w["bytes"].as_bytes().value};
 }
 
+// A PS strategy's transport must be one the cluster's comm model names.
+void check_transport(const Strategy& st, const ClusterConfig& cluster) {
+  const PsOptions* ps = std::get_if<PsOptions>(&st.options);
+  if (!ps || cluster.comm.transports.count(ps->transport)) return;
+  std::vector<std::string> names;
+  for (const auto& [name, t] : cluster.comm.transports) names.push_back(name);
+  ps->transport_where.fail(fmt::format("unknown transport \"{}\" ({}; add one under cluster.comm.transports)",
+                                       ps->transport, fmt::join(names, ", ")));
+}
+
+JobPlacement parse_placement(const YamlNode& n, JobSpec& job) {
+  if (n.is_sequence()) {
+    job.node_list = n.as_int_list();
+    return JobPlacement::Explicit;
+  }
+  static const std::pair<const char*, JobPlacement> kinds[] = {{"contiguous", JobPlacement::Contiguous},
+                                                               {"spread", JobPlacement::Spread},
+                                                               {"random", JobPlacement::Random}};
+  std::string v = n.as_string();
+  for (const auto& [name, p] : kinds)
+    if (v == name) return p;
+  std::string hint = did_you_mean(v, {"contiguous", "spread", "random"});
+  n.fail(fmt::format("unknown placement \"{}\" (contiguous, spread, random or a list of node indices){}", v,
+                     hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
+}
+
+// The jobs of one machine: each names a training workload, one strategy, its node count and placement, and
+// a start offset. Nodes are checked against the machine here: counts, explicit indices and overlaps.
+std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int64_t machine) {
+  std::vector<JobSpec> jobs;
+  std::vector<std::string> owner(static_cast<size_t>(machine));
+  int64_t total = 0;
+  for (const YamlNode& j : list.elements()) {
+    j.expect_keys({"name", "workload", "strategy", "nodes", "placement", "start"});
+    JobSpec job;
+    job.name = j["name"].as_string();
+    for (const JobSpec& other : jobs)
+      if (other.name == job.name) j["name"].fail(fmt::format("two jobs are named \"{}\"", job.name));
+    YamlNode workload = j["workload"];
+    if (workload.has("collective")) workload["collective"].fail("a job runs a training workload");
+    job.training = parse_workload(workload, root);
+    YamlNode st = j["strategy"];
+    std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
+    job.strategy =
+        configure_strategy(name, st.is_scalar() ? "" : st.get_string("label", ""), YamlOptions(st));
+    job.where = j.has("placement") ? j["placement"].where() : j.where();
+    if (auto p = j.get("placement")) job.placement = parse_placement(*p, job);
+    if (auto n = j.get("nodes")) {
+      job.nodes = n->as_int();
+      if (job.nodes < 1 || job.nodes > machine)
+        n->fail(fmt::format("nodes must be between 1 and the machine's {} (cluster.nodes)", machine));
+      if (job.placement == JobPlacement::Explicit && static_cast<size_t>(job.nodes) != job.node_list.size())
+        n->fail(fmt::format("nodes ({}) and the placement's list ({} nodes) differ", job.nodes,
+                            job.node_list.size()));
+    } else if (job.placement == JobPlacement::Explicit) {
+      job.nodes = static_cast<int64_t>(job.node_list.size());
+    } else {
+      j.fail("missing required key \"nodes\"");
+    }
+    for (int64_t k : job.node_list) {
+      if (k < 0 || k >= machine)
+        job.where.fail(fmt::format("node {} is not on the machine (nodes 0..{})", k, machine - 1));
+      std::string& o = owner[static_cast<size_t>(k)];
+      if (!o.empty())
+        job.where.fail(fmt::format("node {} is {}'s too", k, o == job.name ? "listed twice in this job" : o));
+      o = job.name;
+    }
+    total += job.nodes;
+    if (total > machine)
+      (j.has("nodes") ? j["nodes"] : j)
+          .fail(fmt::format("the jobs need {} nodes so far, the machine has {} (cluster.nodes)", total,
+                            machine));
+    if (auto s = j.get("start")) job.start = s->as_time();
+    jobs.push_back(std::move(job));
+  }
+  if (jobs.empty()) list.fail("list at least one job");
+  return jobs;
+}
+
 }  // namespace
 
 Scenario parse_scenario(const YamlNode& root) {
   if (!root.is_map()) root.fail("a scenario must be a map with name, cluster, workload and strategies");
+  if (root.has("jobs")) {
+    root.expect_keys({"name", "description", "cluster", "jobs", "seed", "steps", "warmup_steps"});
+    Scenario s;
+    s.file = root.file();
+    s.name = root.get_string("name", root.file());
+    s.cluster = parse_cluster(root["cluster"], true);
+    if (s.cluster.node_counts.size() != 1)
+      s.cluster.nodes_where.fail("a scenario with jobs runs on one machine: give cluster.nodes as one count");
+    int64_t seed = root.get_int("seed", 1);
+    if (seed < 0) root["seed"].fail("seed must be >= 0");
+    s.seed = static_cast<uint64_t>(seed);
+    s.jobs = parse_jobs(root["jobs"], root, s.cluster.node_counts[0]);
+    s.jobs_where = root["jobs"].where();
+    for (const JobSpec& j : s.jobs) check_transport(j.strategy, s.cluster);
+    return s;
+  }
   root.expect_keys({"name", "description", "cluster", "workload", "strategies", "reference_gpus", "seed",
                     "steps", "warmup_steps"});
   Scenario s;
@@ -57,15 +152,7 @@ Scenario parse_scenario(const YamlNode& root) {
                                : configure_strategy(name, label, options));
   }
   if (s.strategies.empty()) strategies.fail("list at least one strategy");
-  for (const Strategy& st : s.strategies) {
-    const PsOptions* ps = std::get_if<PsOptions>(&st.options);
-    if (!ps || s.cluster.comm.transports.count(ps->transport)) continue;
-    std::vector<std::string> names;
-    for (const auto& [name, t] : s.cluster.comm.transports) names.push_back(name);
-    ps->transport_where.fail(
-        fmt::format("unknown transport \"{}\" ({}; add one under cluster.comm.transports)", ps->transport,
-                    fmt::join(names, ", ")));
-  }
+  for (const Strategy& st : s.strategies) check_transport(st, s.cluster);
   s.reference_gpus = root.get_int("reference_gpus", 0);
   if (s.reference_gpus < 0) root["reference_gpus"].fail("must be >= 0 (0: the smallest configuration)");
   s.reference_where = root.has("reference_gpus") ? root["reference_gpus"].where() : root.where();
@@ -73,6 +160,12 @@ Scenario parse_scenario(const YamlNode& root) {
   if (seed < 0) root["seed"].fail("seed must be >= 0");
   s.seed = static_cast<uint64_t>(seed);
   return s;
+}
+
+void require_no_jobs(const Scenario& s, const std::string& command) {
+  if (!s.jobs.empty())
+    s.jobs_where.fail(
+        fmt::format("ddlsim {} takes a scenario without jobs; run this one with ddlsim run", command));
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {

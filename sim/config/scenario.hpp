@@ -14,6 +14,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 // The same from an already loaded document (`root` names its file).
 Scenario parse_scenario(const YamlNode& root);
 
+// Commands other than `run` take a scenario without jobs: throws InputError at its jobs key otherwise.
+void require_no_jobs(const Scenario& scenario, const std::string& command);
+
 // A training workload map (model, batch, loader, compute, jitter, steps, ...); `root` is the scenario root
 // (steps and warmup_steps may sit there).
 Workload parse_workload(const YamlNode& workload, const YamlNode& root);

@@ -7,12 +7,14 @@ DeviceModel::DeviceModel(const TaskGraph& graph) : graph_(graph) {
   for (TaskId t = 0; t < graph.size(); ++t) {
     const Task& task = graph.task(t);
     if (task.kind != TaskKind::Collective) continue;
-    const std::vector<TaskId>& launch = graph.collectives()[task.collective].launch;
-    for (uint32_t m = 0; m < launch.size(); ++m) launches_[launch[m]].push_back(m);
-    if (launch.size() > resident_.size()) {
-      resident_.resize(launch.size());
-      resident_since_.resize(launch.size());
-      resident_total_.resize(launch.size());
+    const CollectiveTask& c = graph.collectives()[task.collective];
+    const size_t workers = static_cast<size_t>(c.first_worker) + c.launch.size();
+    for (uint32_t m = 0; m < c.launch.size(); ++m)
+      launches_[c.launch[m]].push_back(static_cast<uint32_t>(c.first_worker) + m);
+    if (workers > resident_.size()) {
+      resident_.resize(workers);
+      resident_since_.resize(workers);
+      resident_total_.resize(workers);
     }
   }
   resident_at_start_.resize(graph.size());
@@ -40,9 +42,12 @@ void DeviceModel::task_finished(TaskId t, Time now) {
     for (uint32_t m : it->second)
       if (resident_[m]++ == 0) resident_since_[m] = now.picoseconds();
   const Task& task = graph_.task(t);
-  if (task.kind == TaskKind::Collective)
-    for (size_t m = 0; m < graph_.collectives()[task.collective].launch.size(); ++m)
+  if (task.kind == TaskKind::Collective) {
+    const CollectiveTask& c = graph_.collectives()[task.collective];
+    for (size_t m = static_cast<size_t>(c.first_worker);
+         m < static_cast<size_t>(c.first_worker) + c.launch.size(); ++m)
       if (--resident_[m] == 0) resident_total_[m] += now.picoseconds() - resident_since_[m];
+  }
 }
 
 }  // namespace ddlsim

@@ -132,7 +132,8 @@ std::vector<LinkLoad> top_links(const Engine& engine, const Topology& topo, Time
   std::vector<LinkLoad> out;
   for (size_t i = 0; i < std::min(n, usage.size()) && usage[i].bytes > 0; ++i)
     out.push_back({link_name(topo, usage[i].link), usage[i].bytes,
-                   makespan > Time() ? usage[i].busy_s / makespan.seconds() : 0, usage[i].peak_flows});
+                   makespan > Time() ? usage[i].busy_s / makespan.seconds() : 0, usage[i].peak_flows,
+                   usage[i].link});
   return out;
 }
 

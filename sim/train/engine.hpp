@@ -69,6 +69,7 @@ struct LinkLoad {
   double bytes = 0;       // carried over the whole run
   double busy_share = 0;  // time with at least one flow on it / the run's length
   uint32_t peak_flows = 0;
+  LinkId id = 0;
 };
 // The `n` links that carried the most bytes (ties by link id), over a run of length `makespan`.
 std::vector<LinkLoad> top_links(const Engine& engine, const Topology& topo, Time makespan, size_t n);

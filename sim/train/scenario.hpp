@@ -21,6 +21,27 @@ struct CollectiveWorkload {
   double bytes = 0;
 };
 
+// Where a job's nodes are on the machine (node indices run group by group on dragonflies, pod by pod on
+// fat-trees).
+enum class JobPlacement : uint8_t {
+  Contiguous,  // the first run of free nodes in index order that is long enough
+  Spread,      // evenly spaced over the free nodes (across groups or pods)
+  Random,      // drawn from the free nodes with the scenario's seed
+  Explicit     // a list of node indices
+};
+
+// One job of the scenario form with `jobs:`: a training run of its own on part of one shared machine.
+struct JobSpec {
+  std::string name;
+  Workload training;
+  Strategy strategy;
+  int64_t nodes = 0;
+  JobPlacement placement = JobPlacement::Contiguous;
+  std::vector<int64_t> node_list;  // Explicit, as given
+  Time start;                      // offset of the job's first task from the run's start
+  Where where;                     // the job's `placement` (or the job), for placement errors
+};
+
 struct Scenario {
   std::string file;  // where it came from, for reports ("" when built in code)
   std::string name;
@@ -31,6 +52,10 @@ struct Scenario {
   int64_t reference_gpus = 0;  // 0: the smallest GPU count simulated
   Where reference_where;       // the reference_gpus key, for errors found when the counts are known
   uint64_t seed = 1;
+  // The form with jobs: several training jobs at once on one machine of cluster.nodes nodes (training and
+  // strategies are then unused).
+  std::vector<JobSpec> jobs;
+  Where jobs_where;  // the jobs key
 };
 
 }  // namespace ddlsim

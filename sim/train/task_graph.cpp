@@ -73,6 +73,38 @@ uint32_t TaskGraph::label(const std::string& name) {
   return static_cast<uint32_t>(labels_.size() - 1);
 }
 
+TaskId TaskGraph::append(const TaskGraph& other, Time start) {
+  const TaskId offset = static_cast<TaskId>(tasks_.size());
+  const uint32_t resources = resources_, collectives = static_cast<uint32_t>(collectives_.size());
+  int32_t workers = 0;  // this graph's workers are 0..workers-1
+  for (const Task& t : tasks_) workers = std::max(workers, t.worker + 1);
+  std::vector<uint32_t> labels(other.labels_.size());
+  for (size_t i = 0; i < other.labels_.size(); ++i) labels[i] = label(other.labels_[i]);
+  for (Task t : other.tasks_) {
+    if (t.resource != kNoResource) t.resource += resources;
+    if (t.kind == TaskKind::Collective) t.collective += collectives;
+    t.label = labels[t.label];
+    if (t.worker >= 0) t.worker += workers;
+    tasks_.push_back(t);
+  }
+  for (uint32_t r = 0; r < other.resources_; ++r) add_resource(other.capacity_[r]);
+  for (CollectiveTask c : other.collectives_) {
+    for (TaskId& l : c.launch)
+      if (l != kNoTask) l += offset;
+    c.first_worker += workers;
+    collectives_.push_back(std::move(c));
+  }
+  for (auto [a, b] : other.edges_) edges_.emplace_back(a + offset, b + offset);
+  if (start > Time()) {
+    std::vector<bool> has_pred(other.tasks_.size(), false);
+    for (auto [a, b] : other.edges_) has_pred[b] = true;
+    TaskId delay = add_delay(start, Category::Other, -1, -1, label("job start"));
+    for (TaskId t = 0; t < other.tasks_.size(); ++t)
+      if (!has_pred[t]) depend(delay, offset + t);
+  }
+  return offset;
+}
+
 void TaskGraph::finalize() {
   size_t n = tasks_.size();
   succ_begin_.assign(n + 1, 0);

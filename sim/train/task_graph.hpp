@@ -46,6 +46,7 @@ struct CollectiveTask {
   // Optional, per member: the task after which that member launches its kernel (for interference and busy
   // time).
   std::vector<TaskId> launch;
+  int32_t first_worker = 0;  // member m < launch.size() is worker first_worker + m (jobs of one machine)
 };
 
 class TaskGraph {
@@ -60,6 +61,11 @@ class TaskGraph {
   // `after` cannot start before `before` has ended.
   void depend(TaskId before, TaskId after);
   uint32_t label(const std::string& name);  // interned task names for traces
+  // Appends `other` (not finalized) as an independent part of this graph: its tasks, resources, collectives,
+  // labels and workers get new ids (its task t becomes offset + t, the returned offset; its workers follow
+  // this graph's). With `start` > 0, a delay of `start` (worker -1, step -1) comes first and every appended
+  // task without a predecessor waits for it.
+  TaskId append(const TaskGraph& other, Time start = Time());
   // A resource that runs up to `capacity` tasks at once (a host CPU's cores); the rest wait in FIFO order.
   uint32_t add_resource(uint32_t capacity = 1) {
     capacity_.push_back(capacity);
@@ -73,6 +79,10 @@ class TaskGraph {
   const std::vector<CollectiveTask>& collectives() const { return collectives_; }
   const std::vector<std::string>& labels() const { return labels_; }
   uint32_t resource_count() const { return resources_; }
+  // Other traffic may share the network with every collective (no collective is isolated).
+  void share_network() {
+    for (CollectiveTask& c : collectives_) c.isolated = false;
+  }
   // Successors in CSR form; valid after finalize().
   void finalize();
   std::pair<const TaskId*, const TaskId*> successors(TaskId t) const {

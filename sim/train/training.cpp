@@ -216,10 +216,7 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
   r.gpus = p;
   r.nodes = nodes;
   int w0 = wl.warmup - 1, w1 = wl.warmup + wl.steps - 1;
-  double sum = 0;
-  for (uint32_t w = 0; w < p; ++w)
-    sum += (rec[built.step_end[w][w1]].end - rec[built.step_end[w][w0]].end).seconds() / wl.steps;
-  r.step_time_s = sum / p;
+  r.step_time_s = measured_step_time(wl, built.step_end, rec);
   r.global_batch = static_cast<double>(wl.batch) * p;
   r.throughput = r.global_batch / r.step_time_s;
   double steps_per_epoch = std::ceil(wl.dataset_samples / r.global_batch);
@@ -297,6 +294,23 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
 }
 
 }  // namespace
+
+TrainingGraph build_training_graph(const Workload& wl, const Strategy& st, const Cluster& cluster,
+                                   uint64_t seed) {
+  std::unique_ptr<StepBuilder> strategy = find_strategy_entry(st.name)->builder(st);
+  Builder builder(wl, *strategy, cluster, seed);
+  Built built = builder.build();
+  return {std::move(built.graph), std::move(built.step_end)};
+}
+
+double measured_step_time(const Workload& wl, const std::vector<std::vector<TaskId>>& step_end,
+                          const std::vector<TaskRecord>& records, TaskId offset) {
+  int w0 = wl.warmup - 1, w1 = wl.warmup + wl.steps - 1;
+  double sum = 0;
+  for (const std::vector<TaskId>& ends : step_end)
+    sum += (records[offset + ends[w1]].end - records[offset + ends[w0]].end).seconds() / wl.steps;
+  return step_end.empty() ? 0 : sum / static_cast<double>(step_end.size());
+}
 
 const char* loader_name(LoaderKind k) {
   switch (k) {

@@ -46,6 +46,19 @@ struct TrainingResult {
   std::vector<LinkLoad> links;  // the most-loaded links (TrainingOptions::top_links)
 };
 
+// One training run's task graph on every GPU of `cluster` (not finalized), and per worker and step (warm-up
+// steps first) the task that ends the step. The scenario form with jobs builds its jobs' graphs with it.
+struct TrainingGraph {
+  TaskGraph graph;
+  std::vector<std::vector<TaskId>> step_end;
+};
+TrainingGraph build_training_graph(const Workload& wl, const Strategy& st, const Cluster& cluster,
+                                   uint64_t seed);
+// The measured steps' mean time (after the warm-up), averaged over workers, from a run's records; the
+// graph's task t is task offset + t of the run.
+double measured_step_time(const Workload& wl, const std::vector<std::vector<TaskId>>& step_end,
+                          const std::vector<TaskRecord>& records, TaskId offset = 0);
+
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                                          const TrainingOptions& options);
 Report run_training_report(const Scenario& scenario, const std::vector<int64_t>& node_counts,

@@ -1,0 +1,270 @@
+#include "sim/train/jobs.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "sim/net/cluster.hpp"
+
+namespace ddlsim {
+
+namespace {
+
+// Job j's random placement draws from its own stream of the scenario's seed.
+std::vector<int64_t> draw(std::vector<int64_t> free, int64_t n, uint64_t seed, size_t job) {
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(job) << 32) ^ 0x6a6f6273ULL);
+  // Partial Fisher-Yates with a plain modulo (std::uniform_int_distribution differs between libraries).
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) std::swap(free[i], free[i + rng() % (free.size() - i)]);
+  free.resize(static_cast<size_t>(n));
+  std::sort(free.begin(), free.end());
+  return free;
+}
+
+// `ranks` ascending as ranges: 0-3, 8, 12-15.
+std::string ranges(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Job j's view of the machine: its nodes' GPUs (rank order) and hosts, and its slice of the dedicated
+// servers; the topology is the machine's.
+Cluster job_view(const Cluster& machine, const std::vector<int64_t>& nodes, uint32_t first_server,
+                 uint32_t servers) {
+  Cluster v;
+  v.name = machine.name;
+  v.nodes = static_cast<int>(nodes.size());
+  v.gpus_per_node = machine.gpus_per_node;
+  v.gpu = machine.gpu;
+  v.host_cores = machine.host_cores;
+  v.comm = machine.comm;
+  v.topo = machine.topo;
+  const size_t gpn = static_cast<size_t>(machine.gpus_per_node);
+  for (int64_t k : nodes) {
+    for (size_t i = 0; i < gpn; ++i) v.gpus.push_back(machine.gpus[static_cast<size_t>(k) * gpn + i]);
+    v.cpus.push_back(machine.cpus[static_cast<size_t>(k)]);
+  }
+  for (uint32_t s = 0; s < servers; ++s) v.servers.push_back(machine.servers[first_server + s]);
+  return v;
+}
+
+// `text` cut to `width` characters with an ellipsis.
+std::string abbreviate(const std::string& text, size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 4) + " ...";
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> place_jobs(const Scenario& sc) {
+  const int64_t machine = sc.cluster.node_counts.at(0);
+  std::vector<bool> used(static_cast<size_t>(machine), false);
+  std::vector<std::vector<int64_t>> out(sc.jobs.size());
+  for (size_t j = 0; j < sc.jobs.size(); ++j) {
+    if (sc.jobs[j].placement != JobPlacement::Explicit) continue;
+    out[j] = sc.jobs[j].node_list;
+    std::sort(out[j].begin(), out[j].end());
+    for (int64_t k : out[j]) used[static_cast<size_t>(k)] = true;
+  }
+  for (size_t j = 0; j < sc.jobs.size(); ++j) {
+    const JobSpec& job = sc.jobs[j];
+    if (job.placement == JobPlacement::Explicit) continue;
+    std::vector<int64_t> free;
+    for (int64_t k = 0; k < machine; ++k)
+      if (!used[static_cast<size_t>(k)]) free.push_back(k);
+    const size_t n = static_cast<size_t>(job.nodes);
+    std::vector<int64_t>& nodes = out[j];
+    switch (job.placement) {
+      case JobPlacement::Contiguous:
+        for (size_t i = 0; i + n <= free.size() && nodes.empty(); ++i)
+          if (free[i + n - 1] - free[i] == static_cast<int64_t>(n) - 1)
+            nodes.assign(free.begin() + static_cast<std::ptrdiff_t>(i),
+                         free.begin() + static_cast<std::ptrdiff_t>(i + n));
+        if (nodes.empty())
+          job.where.fail(fmt::format("no {} consecutive free nodes are left for job \"{}\" (free: {})", n,
+                                     job.name, ranges(free)));
+        break;
+      case JobPlacement::Spread:  // node i of the job at free[floor(i·F/n)]
+        for (size_t i = 0; i < n; ++i) nodes.push_back(free[i * free.size() / n]);
+        break;
+      case JobPlacement::Random:
+        nodes = draw(free, job.nodes, sc.seed, j);
+        break;
+      case JobPlacement::Explicit:
+        break;
+    }
+    for (int64_t k : nodes) used[static_cast<size_t>(k)] = true;
+  }
+  return out;
+}
+
+JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
+  const std::vector<std::vector<int64_t>> placed = place_jobs(sc);
+  // Dedicated PS hosts of every job, in job order, on the one machine.
+  ServerHosts hosts;
+  std::vector<uint32_t> first_server;
+  for (const JobSpec& job : sc.jobs) {
+    ServerHosts h = job.strategy.server_hosts();
+    first_server.push_back(hosts.count);
+    if (h.count > 0 && hosts.count > 0 && h.link.has_value() != hosts.link.has_value())
+      job.where.fail("jobs with dedicated parameter servers must give their servers the same link");
+    hosts.count += h.count;
+    if (h.link) hosts.link = h.link;
+  }
+  Cluster machine = build_cluster(sc.cluster, sc.cluster.node_counts.at(0), hosts);
+  std::vector<TrainingGraph> graphs;
+  double slowdown = sc.jobs.front().training.overlap_slowdown;
+  for (size_t j = 0; j < sc.jobs.size(); ++j) {
+    const JobSpec& job = sc.jobs[j];
+    if (job.training.overlap_slowdown != slowdown)
+      job.where.fail("every job must give the same workload.compute.overlap_slowdown (the GPUs' property)");
+    Cluster view = job_view(machine, placed[j], first_server[j], job.strategy.server_hosts().count);
+    graphs.push_back(build_training_graph(job.training, job.strategy, view, sc.seed + j));
+    graphs.back().graph.share_network();
+  }
+  // Run k < jobs: job k alone; run `jobs`: all of them together. Independent simulations, on threads.
+  const size_t n = sc.jobs.size();
+  struct Run {
+    std::vector<double> steps;  // per job in the run
+    std::vector<LinkLoad> links;
+    std::vector<double> bytes;  // per link (runs of one job)
+    Time makespan;
+    std::exception_ptr error;
+  };
+  std::vector<Run> runs(n + 1);
+  auto simulate = [&](size_t r) {
+    TaskGraph g;
+    std::vector<size_t> members;
+    for (size_t j = 0; j < n; ++j)
+      if (r == n || r == j) members.push_back(j);
+    std::vector<TaskId> offset;
+    for (size_t j : members) offset.push_back(g.append(graphs[j].graph, sc.jobs[j].start));
+    g.collective_compute_slowdown = slowdown;
+    g.finalize();
+    Engine engine(machine.topo, machine.comm, g, opts.engine);
+    Time makespan = engine.run();
+    for (size_t i = 0; i < members.size(); ++i)
+      runs[r].steps.push_back(measured_step_time(sc.jobs[members[i]].training, graphs[members[i]].step_end,
+                                                 engine.records(), offset[i]));
+    if (r == n) {
+      runs[r].links = top_links(engine, machine.topo, makespan, opts.top_links);
+    } else {
+      for (const LinkUsage& u : engine.link_usage()) runs[r].bytes.push_back(u.bytes);
+      runs[r].links = top_links(engine, machine.topo, makespan, opts.top_links);
+    }
+  };
+  std::atomic<size_t> next{0}, finished{0};
+  std::mutex progress;
+  auto worker = [&] {
+    for (size_t r; (r = next++) <= n;) {
+      try {
+        simulate(n - r);  // the shared run (the longest) first
+      } catch (...) {
+        runs[n - r].error = std::current_exception();
+      }
+      if (opts.progress) {
+        std::lock_guard<std::mutex> lock(progress);
+        opts.progress(++finished, n + 1);
+      }
+    }
+  };
+  size_t threads = std::min<size_t>(n + 1, static_cast<size_t>(opts.jobs > 0 ? opts.jobs : usable_cpus()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const Run& r : runs)
+    if (r.error) std::rethrow_exception(r.error);
+  JobsOutcome out;
+  out.links = runs[n].links;
+  for (size_t j = 0; j < n; ++j) {
+    const JobSpec& job = sc.jobs[j];
+    JobResult res;
+    res.job = job.name;
+    res.strategy = job.strategy.label;
+    res.model = job.training.model.name;
+    res.nodes = job.nodes;
+    res.gpus = job.nodes * machine.gpus_per_node;
+    res.node_list = placed[j];
+    res.step_alone_s = runs[j].steps.at(0);
+    res.step_shared_s = runs[n].steps.at(j);
+    res.slowdown = res.step_shared_s / res.step_alone_s;
+    res.throughput_shared = static_cast<double>(job.training.batch * res.gpus) / res.step_shared_s;
+    auto others = [&](size_t link) {
+      std::string names;
+      for (size_t k = 0; k < n; ++k)
+        if (k != j && runs[k].bytes[link] > 0) names += (names.empty() ? "" : ", ") + sc.jobs[k].name;
+      return names;
+    };
+    for (size_t l = 0; l < runs[j].bytes.size(); ++l)
+      if (runs[j].bytes[l] > 0 && !others(l).empty()) ++res.shared_links;
+    res.links = runs[j].links;
+    for (const LinkLoad& ll : res.links) res.links_shared_with.push_back(others(ll.id));
+    out.jobs.push_back(std::move(res));
+  }
+  return out;
+}
+
+Report run_jobs_report(const Scenario& sc, const TrainingOptions& opts) {
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  report.title = fmt::format("{}: {} jobs on {} nodes of {}", sc.name, sc.jobs.size(),
+                             sc.cluster.node_counts.at(0), sc.cluster.name);
+  report.table_columns = {
+      "job",          "strategy",      "model",    "gpus",         "where",
+      "step_alone_s", "step_shared_s", "slowdown", "shared_links", "throughput_samples_per_s"};
+  for (const JobResult& r : run_jobs(sc, opts).jobs)
+    report.results.push_back({{"job", r.job},
+                              {"strategy", r.strategy},
+                              {"model", r.model},
+                              {"gpus", r.gpus},
+                              {"nodes", r.nodes},
+                              {"nodes_list", ranges(r.node_list)},
+                              {"where", abbreviate(ranges(r.node_list), 24)},
+                              {"step_alone_s", r.step_alone_s},
+                              {"step_shared_s", r.step_shared_s},
+                              {"slowdown", r.slowdown},
+                              {"shared_links", r.shared_links},
+                              {"throughput_samples_per_s", r.throughput_shared}});
+  report.notes.push_back(
+      "step_alone_s: the job on the same nodes of an otherwise empty machine; step_shared_s: with every job "
+      "at once (each from its start offset, each its own steps); slowdown = shared / alone; shared_links: "
+      "directed links that carry this job's flows and another's; where: its nodes (nodes_list in CSV/JSON)");
+  return report;
+}
+
+Report jobs_links_report(const Scenario& sc, const TrainingOptions& opts) {
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  report.title = fmt::format("{}: the {} most-loaded links of each job (alone) and the jobs sharing them",
+                             sc.name, opts.top_links);
+  for (const JobResult& r : run_jobs(sc, opts).jobs)
+    for (size_t i = 0; i < r.links.size(); ++i)
+      report.results.push_back(
+          {{"job", r.job},
+           {"gpus", r.gpus},
+           {"rank", static_cast<int64_t>(i + 1)},
+           {"link", r.links[i].link},
+           {"bytes", static_cast<int64_t>(std::llround(r.links[i].bytes))},
+           {"busy_share", r.links[i].busy_share},
+           {"peak_flows", static_cast<int64_t>(r.links[i].peak_flows)},
+           {"shared_with", r.links_shared_with[i].empty() ? "-" : r.links_shared_with[i]}});
+  report.notes.push_back(
+      "bytes, busy_share, peak_flows: the job alone on its nodes over its whole run (warm-up included); "
+      "shared_with: the other jobs whose flows cross the link; links are directed (from > to)");
+  return report;
+}
+
+}  // namespace ddlsim

@@ -1,0 +1,149 @@
+// Several jobs on one machine (scenario form with `jobs:`). Each job: a 4-layer model of P = 2.5e6
+// parameters per layer (10 MB of FP32 gradients), 19.5 GFLOP forward per sample per layer on an A100 at
+// efficiency 1 (1 ms forward, 2 ms backward per layer), batch 1, synthetic data, no jitter, 3 measured steps.
+// Hosts are single GPUs (gpus_per_node 1) on 25 GB/s cables with 1 us latency.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/config/scenario.hpp"
+#include "sim/train/jobs.hpp"
+#include "tests/support/cli.hpp"
+
+using namespace ddlsim;
+
+namespace {
+
+const char* kWorkload =
+    "{model: {name: four-layers, layers: [{name: l0, params: 2500000, forward_flops: 19.5GFLOP}, "
+    "{name: l1, params: 2500000, forward_flops: 19.5GFLOP}, {name: l2, params: 2500000, forward_flops: "
+    "19.5GFLOP}, {name: l3, params: 2500000, forward_flops: 19.5GFLOP}]}, batch_per_gpu: 1, precision: fp32, "
+    "steps: 3, compute: {efficiency: 1}}";
+
+std::string write_scenario(const std::string& network, int nodes, const std::string& jobs) {
+  static int counter = 0;
+  std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("ddlsim-jobs-{}-{}.yaml", getpid(), counter++))
+          .string();
+  std::ofstream(path) << fmt::format(
+      "name: jobs\ncluster: {{nodes: {}, gpus_per_node: 1, gpu: a100-40gb, network: {}}}\njobs:\n{}", nodes,
+      network, jobs);
+  return path;
+}
+
+Scenario scenario(const std::string& network, int nodes, const std::string& jobs) {
+  std::string path = write_scenario(network, nodes, jobs);
+  Scenario s = load_scenario(path, {});
+  std::filesystem::remove(path);
+  return s;
+}
+
+std::string job(const std::string& name, const std::string& strategy, const std::string& placement,
+                int nodes = 0) {
+  return fmt::format("  - {{name: {}, workload: {}, strategy: {}, placement: {}{}}}\n", name, kWorkload,
+                     strategy, placement, nodes > 0 ? fmt::format(", nodes: {}", nodes) : "");
+}
+
+TrainingOptions one_thread() {
+  TrainingOptions o;
+  o.jobs = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST(Jobs, PlacementsTakeFreeNodesInJobOrder) {
+  // 16 nodes: the explicit job first (nodes 0, 1), then in order: contiguous 4 → the first run of 4 free
+  // (2-5); spread 4 over the 10 free ones F = 6..15 → F[floor(i·10/4)] = F[0, 2, 5, 7] = 6, 8, 11, 13;
+  // random 2 from the 6 left, with the seed.
+  Scenario sc = scenario("{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}", 16,
+                         job("a", "ddp", "contiguous", 4) + job("b", "ddp", "spread", 4) +
+                             job("c", "ddp", "random", 2) + job("d", "ddp", "[1, 0]"));
+  std::vector<std::vector<int64_t>> p = place_jobs(sc);
+  EXPECT_EQ(p[3], (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(p[0], (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(p[1], (std::vector<int64_t>{6, 8, 11, 13}));
+  ASSERT_EQ(p[2].size(), 2u);
+  for (int64_t k : p[2]) EXPECT_TRUE(k == 7 || k == 9 || k == 10 || k == 12 || k == 14 || k == 15) << k;
+  EXPECT_EQ(place_jobs(sc), p);  // the same draw every time
+}
+
+TEST(Jobs, DisjointJobsOnANonBlockingFatTreeAreNotSlowed) {
+  // Two leaves of 4 hosts each, 4 uplinks per leaf (non-blocking): a ring job on leaf 0, a PS job on
+  // leaf 1. No link carries both jobs' flows, so each job's flows get exactly the rates they get alone:
+  // slowdown 1, exactly.
+  Scenario sc = scenario(
+      "{kind: fat-tree, levels: 2, hosts_per_leaf: 4, leaf_uplinks: 4, link: {bandwidth: 25GB/s, latency: "
+      "1us}}",
+      8,
+      job("ring", "ddp", "contiguous", 4) +
+          job("ps", "{name: ps, servers: 4, placement: colocated}", "contiguous", 4));
+  JobsOutcome o = run_jobs(sc, one_thread());
+  ASSERT_EQ(o.jobs.size(), 2u);
+  for (const JobResult& r : o.jobs) {
+    SCOPED_TRACE(r.job);
+    EXPECT_GT(r.step_alone_s, 0);
+    EXPECT_EQ(r.step_shared_s, r.step_alone_s);
+    EXPECT_EQ(r.slowdown, 1.0);
+  }
+}
+
+TEST(Jobs, TwoRingJobsForcedOntoOneLinkEachGetHalfOfIt) {
+  // Two leaves of 2 hosts, one 25 GB/s uplink per leaf. Job a on nodes {0, 2}, job b on {1, 3}: identical
+  // 2-rank rings, so their messages cross leaf 0's and leaf 1's uplinks at the same instants, two flows per
+  // uplink direction, each at 25/2 GB/s by max-min. That is exactly the job alone on the same fabric with
+  // every link at 12.5 GB/s: shared step time (25 GB/s, two jobs) = alone step time (12.5 GB/s, one job).
+  const char* fabric =
+      "{{kind: fat-tree, levels: 2, hosts_per_leaf: 2, leaf_uplinks: 1, link: {{bandwidth: {}, latency: "
+      "1us}}}}";
+  Scenario shared = scenario(fmt::format(fmt::runtime(fabric), "25GB/s"), 4,
+                             job("a", "ring", "[0, 2]") + job("b", "ring", "[1, 3]"));
+  Scenario half = scenario(fmt::format(fmt::runtime(fabric), "12.5GB/s"), 4, job("a", "ring", "[0, 2]"));
+  JobsOutcome s = run_jobs(shared, one_thread());
+  JobsOutcome h = run_jobs(half, one_thread());
+  EXPECT_NEAR(s.jobs[0].step_shared_s, h.jobs[0].step_alone_s, 1e-9 * h.jobs[0].step_alone_s);
+  EXPECT_NEAR(s.jobs[1].step_shared_s, h.jobs[0].step_alone_s, 1e-9 * h.jobs[0].step_alone_s);
+  EXPECT_GT(s.jobs[0].slowdown, 1.01);  // the gradient allreduce is exposed: the sharing shows
+}
+
+TEST(Jobs, ResultsDoNotDependOnThreads) {
+  Scenario sc = scenario(
+      "{kind: fat-tree, levels: 2, hosts_per_leaf: 2, leaf_uplinks: 1, link: {bandwidth: 25GB/s, latency: "
+      "1us}}",
+      4,
+      job("a", "ring", "spread", 2) + job("b", "{name: ps, servers: 1, placement: colocated}", "random", 2));
+  TrainingOptions two;
+  two.jobs = 2;
+  JobsOutcome a = run_jobs(sc, one_thread()), b = run_jobs(sc, two);
+  for (size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(a.jobs[j].step_shared_s, b.jobs[j].step_shared_s);
+    EXPECT_EQ(a.jobs[j].step_alone_s, b.jobs[j].step_alone_s);
+  }
+}
+
+TEST(Jobs, BadPlacementsNameFileLineAndKey) {
+  const std::string star = "{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}";
+  auto expect_error = [&](const std::string& jobs, int line, const std::string& key,
+                          const std::string& text) {
+    std::string path = write_scenario(star, 4, jobs);
+    auto o = ddlsim_test::run_ddlsim("run '" + path + "'", ddlsim_test::Capture::Stderr);
+    std::filesystem::remove(path);
+    EXPECT_EQ(o.status, 2) << o.out;
+    EXPECT_NE(o.out.find(fmt::format("{}:{}:", path, line)), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(key + ": " + text), std::string::npos) << o.out;
+    EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+  };
+  expect_error(job("a", "ddp", "[0, 1]") + job("b", "ddp", "[1, 2]"), 5, "jobs[1].placement",
+               "node 1 is a's too");
+  expect_error(job("a", "ddp", "contiguous", 3) + job("b", "ddp", "spread", 2), 5, "jobs[1].nodes",
+               "the jobs need 5 nodes so far, the machine has 4");
+  expect_error(job("a", "ddp", "scattered", 2), 4, "jobs[0].placement",
+               "unknown placement \"scattered\" (contiguous, spread, random or a list of node indices)");
+  expect_error(job("a", "ddp", "[0, 7]"), 4, "jobs[0].placement",
+               "node 7 is not on the machine (nodes 0..3)");
+}
