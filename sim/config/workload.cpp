@@ -19,6 +19,8 @@ constexpr int64_t kMaxSteps = 10000;                // steps and warmup_steps
 constexpr int64_t kMaxPrefetch = 1024;              // loader.prefetch
 constexpr int64_t kMaxEvery = 1'000'000'000;        // checkpoint.every
 constexpr double kMaxGradientBytes = 64;            // gradient_bytes per value
+constexpr double kMaxCv = 10;                       // jitter.cv, loader.cv, loader.filesystem_cv
+constexpr double kMaxEpochs = 1e6;                  // epochs (time_to_train_s stays finite)
 
 Model parse_model(const YamlNode& m) {
   m.expect_keys({"name", "architecture", "layers", "input", "dataset", "description", "source"});
@@ -105,11 +107,11 @@ LoaderSpec parse_loader(const YamlNode& n) {
   }
   if (auto v = n.get("cv")) {
     l.cv = v->as_fraction();
-    if (l.cv < 0) v->fail("cv must be >= 0");
+    if (l.cv < 0 || l.cv > kMaxCv) v->fail("cv must be between 0 and 10");
   }
   if (auto v = n.get("filesystem_cv")) {
     l.fs_cv = v->as_fraction();
-    if (l.fs_cv < 0) v->fail("filesystem_cv must be >= 0");
+    if (l.fs_cv < 0 || l.fs_cv > kMaxCv) v->fail("filesystem_cv must be between 0 and 10");
     if (l.fs_bandwidth <= 0) v->fail("filesystem_cv needs a filesystem bandwidth");
   }
   if (l.kind != LoaderKind::Synthetic && (l.threads <= 0 || l.per_thread <= 0))
@@ -213,7 +215,8 @@ Workload parse_workload(const YamlNode& w, const YamlNode& root) {
                                   ? "dataset_samples must be at least 1"
                                   : fmt::format("dataset_samples must be at most {}", kMaxSamples));
   wl.epochs = w.get_double("epochs", 1);
-  if (wl.epochs <= 0) w["epochs"].fail("epochs must be positive");
+  if (wl.epochs <= 0 || wl.epochs > kMaxEpochs)
+    w["epochs"].fail(wl.epochs <= 0 ? "epochs must be positive" : "epochs must be at most 1e6");
   if (auto l = w.get("loader")) wl.loader = parse_loader(*l);
   if (auto c = w.get("compute")) {
     c->expect_keys({"efficiency", "samples_per_s", "backward_factor", "overlap_slowdown", "source"});
@@ -245,7 +248,7 @@ Workload parse_workload(const YamlNode& w, const YamlNode& root) {
     else
       (*j)["distribution"].fail("distribution must be lognormal, normal or none");
     wl.jitter_cv = (*j)["cv"].as_fraction();
-    if (wl.jitter_cv < 0) (*j)["cv"].fail("cv must be >= 0");
+    if (wl.jitter_cv < 0 || wl.jitter_cv > kMaxCv) (*j)["cv"].fail("cv must be between 0 and 10");
   }
   int64_t steps = w.get_int("steps", root.get_int("steps", 4));
   int64_t warmup = w.get_int("warmup_steps", root.get_int("warmup_steps", 1));

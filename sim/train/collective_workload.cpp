@@ -129,10 +129,11 @@ CollectiveResult run_collective_workload(const ClusterConfig& config, const Coll
   try {
     return run_once(config, workload, st, nodes, options, top);
   } catch (const TimeOverflow&) {
-    st.where.fail(fmt::format(
-        "at {} nodes the {} of workload.bytes = {:.4g} B passes the limit of simulated time ({:.3g} s, about "
-        "106 days: int64 picoseconds); lower workload.bytes or raise the cluster's bandwidths",
-        nodes, collective_name(workload.kind), workload.bytes, kMaxSimulatedSeconds));
+    st.where.fail(
+        fmt::format("at {} node(s) the {} of workload.bytes = {:.4g} B passes the limit of simulated time "
+                    "({:.3g} s, about "
+                    "106 days: int64 picoseconds); lower workload.bytes or raise the cluster's bandwidths",
+                    nodes, collective_name(workload.kind), workload.bytes, kMaxSimulatedSeconds));
   }
 }
 

@@ -304,7 +304,7 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
     return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit);
   } catch (const TimeOverflow&) {
     st.where.fail(fmt::format(
-        "at {} nodes the run passes the limit of simulated time ({:.3g} s, about 106 days: int64 "
+        "at {} node(s) the run passes the limit of simulated time ({:.3g} s, about 106 days: int64 "
         "picoseconds); "
         "its steps, collectives or data loading take too long (workload.batch_per_gpu, the model's "
         "forward_flops and params, workload.loader, steps, or the cluster's bandwidths and latencies)",

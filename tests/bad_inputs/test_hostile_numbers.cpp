@@ -191,3 +191,25 @@ TEST(HostileNumbers, StepsOverTheMaximum) {
 }
 
 }  // namespace
+
+namespace {
+
+// Beyond the reported cases: spreads and epochs so large that a draw or time_to_train_s became NaN or inf.
+TEST(HostileNumbers, SpreadsAndEpochsOverTheirLimits) {
+  expect_refused(kTraining, {kOneNode, "workload.jitter.cv=1e300"}, "workload.jitter.cv", "between 0 and 10");
+  expect_refused(kTraining, {kOneNode, "workload.loader.cv=1e300"}, "workload.loader.cv", "between 0 and 10");
+  expect_refused(kTraining, {kOneNode, "workload.epochs=1e308"}, "workload.epochs", "at most 1e6");
+  expect_refused(kTraining, {kOneNode, "workload.epochs=inf"}, "workload.epochs", "finite");
+}
+
+// A run past simulated time that no single key explains (every bucket's allreduce on 1 B/s links) is refused
+// at its strategy, for every kind of strategy, never an internal error.
+TEST(HostileNumbers, TrainingLongerThanSimulatedTime) {
+  for (const char* st : {"ddp", "horovod", "zero", "ps", "tree"})
+    expect_refused(kTraining,
+                   {"cluster.nodes=2", std::string("strategies=[") + st + "]",
+                    "cluster.comm.bandwidth_inter=1B/s", "cluster.comm.bandwidth_intra=1B/s"},
+                   "strategies[0]", "limit of simulated time");
+}
+
+}  // namespace
