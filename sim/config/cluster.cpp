@@ -70,8 +70,20 @@ struct Layers {
   }
 };
 
+}  // namespace
+
+Time parse_latency(const YamlNode& n) {
+  Time t = n.as_time();
+  if (t.seconds() > kMaxLatencySeconds)
+    n.fail(fmt::format("\"{}\" is over the limit of 1 s for a latency (alpha, latency, overhead, gpu_cost)",
+                       n.as_string()));
+  return t;
+}
+
+namespace {
+
 Time get_time(const YamlNode& n, const char* key) {
-  return n.has(key) ? n[key].as_time() : Time();
+  return n.has(key) ? parse_latency(n[key]) : Time();
 }
 
 // A link class is either flat keys (alpha_intra, efficiency_intra, bandwidth_intra) or a list of message-size
@@ -90,7 +102,7 @@ CommClass parse_comm_class(const YamlNode& comm, const std::string& suffix, Comm
     if (*efficiency <= 0 || *efficiency > 1) e->fail("efficiency must be in (0, 1]");
   }
   std::optional<Time> alpha;
-  if (auto a = comm.get("alpha_" + suffix)) alpha = a->as_time();
+  if (auto a = comm.get("alpha_" + suffix)) alpha = parse_latency(*a);
   std::optional<double> bandwidth;
   if (auto b = comm.get("bandwidth_" + suffix)) bandwidth = b->as_rate().value;
   for (CommRange& r : c.ranges) {
@@ -147,7 +159,7 @@ NodeInterior parse_node(const YamlNode& node) {
 LinkSpec parse_cable(const YamlNode& n) {
   if (!n.is_map()) n.fail("expected a map like {bandwidth: 200Gb/s, latency: 130ns}");
   n.expect_keys({"bandwidth", "latency"});
-  return LinkSpec{n["bandwidth"].as_rate(), n["latency"].as_time()};
+  return LinkSpec{n["bandwidth"].as_rate(), parse_latency(n["latency"])};
 }
 
 std::optional<double> parse_number(std::string_view s) {
@@ -178,7 +190,7 @@ constexpr int64_t kMaxCount = 1 << 20;
 
 LinkSpec parse_link(const YamlNode& n) {
   n.expect_keys({"bandwidth", "latency"});
-  return LinkSpec{n["bandwidth"].as_rate(), n.has("latency") ? n["latency"].as_time() : Time()};
+  return LinkSpec{n["bandwidth"].as_rate(), get_time(n, "latency")};
 }
 
 FabricConfig parse_fabric(const YamlNode& net) {
@@ -292,7 +304,7 @@ CommClass parse_comm_ranges(const YamlNode& list) {
     n.expect_keys({"max_bytes", "alpha", "bandwidth", "efficiency"});
     CommRange r;
     r.max_bytes = range_bound(n, i, items.size(), c.ranges.empty() ? 0 : c.ranges.back().max_bytes);
-    if (auto a = n.get("alpha")) r.alpha = a->as_time();
+    if (auto a = n.get("alpha")) r.alpha = parse_latency(*a);
     if (auto b = n.get("bandwidth")) r.bandwidth = b->as_rate().value;
     if (auto e = n.get("efficiency")) {
       r.efficiency = e->as_fraction();
@@ -328,7 +340,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
       YamlNode n = (*t)[name];
       n.expect_keys({"overhead", "cpu_rate", "source"});
       HostTransport h;
-      if (auto o = n.get("overhead")) h.overhead = o->as_time();
+      if (auto o = n.get("overhead")) h.overhead = parse_latency(*o);
       if (auto r = n.get("cpu_rate")) h.cpu_rate = r->as_rate().value;  // the unit parser rejects <= 0
       m.transports[name] = h;
     }

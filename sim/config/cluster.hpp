@@ -29,6 +29,9 @@ CommModel load_calibration_file(const std::string& path);
 GpuSpec parse_gpu(const YamlNode& node);
 Precision parse_precision(const YamlNode& node);
 LinkSpec parse_link(const YamlNode& node);  // {bandwidth, latency}
+// A latency-like time (alpha, latency, overhead, gpu_cost): at most kMaxLatencySeconds (1 s), else refused
+// naming the key.
+Time parse_latency(const YamlNode& node);
 FabricConfig parse_fabric(const YamlNode& network);
 
 }  // namespace ddlsim

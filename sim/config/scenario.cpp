@@ -142,6 +142,7 @@ Scenario parse_scenario(const YamlNode& root) {
     s.collective = parse_collective(workload);
   else
     s.training = parse_workload(workload, root);
+  if (!s.collective) check_training_time(s.training, s.cluster, workload);
   YamlNode strategies = root["strategies"];
   for (const YamlNode& st : strategies.elements()) {
     std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();

@@ -20,6 +20,9 @@ void require_no_jobs(const Scenario& scenario, const std::string& command);
 // A training workload map (model, batch, loader, compute, jitter, steps, ...); `root` is the scenario root
 // (steps and warmup_steps may sit there).
 Workload parse_workload(const YamlNode& workload, const YamlNode& root);
+// Refuses a training workload whose per-worker loads or per-GPU compute alone, over warmup_steps + steps,
+// pass the simulated-time limit (kMaxSimulatedSeconds), naming the key (loader.per_thread, batch_per_gpu...).
+void check_training_time(const Workload& workload, const ClusterConfig& cluster, const YamlNode& node);
 // `node` is a model name (models/<name>.yaml), a path, or an inline map.
 Model load_model(const YamlNode& node);
 

@@ -2,6 +2,7 @@
 // The options of one configuration entry (a strategy's map, say) as the typed configuration layer hands them
 // to the code that owns them: typed reads that name file:line:col and key path on error, without that code
 // knowing the file format.
+#include <fmt/format.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,14 @@ class OptionReader {
     where(key).fail(message);
   }
 };
+
+// A latency-like time option (cycle_time, a link's latency): at most kMaxLatencySeconds (1 s).
+inline Time latency_option(const OptionReader& o, const std::string& key) {
+  Time t = o.time(key);
+  if (t.seconds() > kMaxLatencySeconds)
+    o.fail(key, fmt::format("\"{}\" is over the limit of 1 s for {}", o.text(key), key));
+  return t;
+}
 
 // A size option that must be at least one byte.
 inline double positive_bytes(const OptionReader& o, const std::string& key) {

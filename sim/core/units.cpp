@@ -78,6 +78,7 @@ Bytes parse_bytes(std::string_view text) {
         fmt::format("unknown size unit \"{}\" (use B, kB, MB, GB, KiB, MiB, GiB, b, Gb)", suffix));
   if (value < 0) throw ValueError(fmt::format("size \"{}\" is negative", text));
   if (!std::isfinite(value * f)) throw ValueError(fmt::format("size \"{}\" is too large", text));
+  if (value * f > kMaxBytes) throw ValueError(fmt::format("size \"{}\" is over the limit of 1 PiB", text));
   return Bytes{value * f};
 }
 
@@ -94,12 +95,16 @@ Rate parse_rate(std::string_view text) {
   if (f < 0) throw ValueError(fmt::format("unknown bandwidth unit \"{}\" (use GB/s, Gb/s, MiB/s)", suffix));
   if (value <= 0) throw ValueError(fmt::format("bandwidth \"{}\" must be positive", text));
   if (!std::isfinite(value * f)) throw ValueError(fmt::format("bandwidth \"{}\" is too large", text));
+  if (value * f < kMinRate)
+    throw ValueError(fmt::format("bandwidth \"{}\" is below the minimum of 1 B/s", text));
   return Rate{value * f};
 }
 
 Flops parse_flops(std::string_view text) {
   double v = lookup(text, "FLOP count", kFlopUnits, "FLOP, kFLOP, MFLOP, GFLOP, TFLOP");
   if (v < 0) throw ValueError(fmt::format("FLOP count \"{}\" is negative", text));
+  if (!(v <= kMaxFlops))
+    throw ValueError(fmt::format("FLOP count \"{}\" is over the limit of 1e21 FLOP (1 ZFLOP)", text));
   return Flops{v};
 }
 
@@ -111,6 +116,8 @@ FlopRate parse_flop_rate(std::string_view text) {
   for (const Unit& u : kFlopUnits)
     if (u.suffix == suffix) {
       if (value <= 0) throw ValueError(fmt::format("FLOP rate \"{}\" must be positive", text));
+      if (!std::isfinite(value * u.factor))
+        throw ValueError(fmt::format("FLOP rate \"{}\" is too large", text));
       return FlopRate{value * u.factor};
     }
   throw ValueError(fmt::format("unknown FLOP rate unit \"{}/s\" (use GFLOP/s, TFLOP/s)", suffix));

@@ -2,11 +2,23 @@
 // Units as types. Time is integer picoseconds (the one rounding point is Time::from_seconds); the other
 // quantities are doubles in SI base units (bytes, bytes per second, FLOP, FLOP per second).
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ddlsim {
+
+// Thrown when simulated time leaves int64 picoseconds (about 106 days, 9.2e18 ps): a conversion from seconds
+// out of that range (or NaN), or a sum, difference or product of Times that would wrap. Runs turn it into an
+// InputError at the strategy being simulated; nothing past the limit is ever silently wrapped.
+class TimeOverflow : public std::overflow_error {
+ public:
+  TimeOverflow() : std::overflow_error("simulated time overflows int64 picoseconds (about 106 days)") {}
+};
+
+// The longest simulated span: int64 picoseconds, about 106 days.
+inline constexpr double kMaxSimulatedSeconds = 9.2e6;
 
 class Time {
  public:
@@ -16,20 +28,32 @@ class Time {
   static constexpr Time us(double v) { return from_seconds(v * 1e-6); }
   static constexpr Time ms(double v) { return from_seconds(v * 1e-3); }
   // Rounds to the nearest picosecond: the only place where simulated time is rounded.
+  // Throws TimeOverflow outside int64 picoseconds (or for NaN) instead of an undefined conversion.
   static constexpr Time from_seconds(double s) {
     double p = s * 1e12;
+    if (!(p < 9223372036854775807.0 && p > -9223372036854775807.0)) throw TimeOverflow();
     return Time(static_cast<int64_t>(p >= 0 ? p + 0.5 : p - 0.5));
   }
   static constexpr Time max() { return Time(INT64_MAX); }
   constexpr int64_t picoseconds() const { return ps_; }
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
-  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
-  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) {
-    ps_ += o.ps_;
-    return *this;
+  // Checked: a result outside int64 picoseconds throws TimeOverflow rather than wrapping.
+  constexpr Time operator+(Time o) const {
+    int64_t r = 0;
+    if (__builtin_add_overflow(ps_, o.ps_, &r)) throw TimeOverflow();
+    return Time(r);
   }
-  constexpr Time operator*(int64_t k) const { return Time(ps_ * k); }
+  constexpr Time operator-(Time o) const {
+    int64_t r = 0;
+    if (__builtin_sub_overflow(ps_, o.ps_, &r)) throw TimeOverflow();
+    return Time(r);
+  }
+  constexpr Time& operator+=(Time o) { return *this = *this + o; }
+  constexpr Time operator*(int64_t k) const {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(ps_, k, &r)) throw TimeOverflow();
+    return Time(r);
+  }
   constexpr auto operator<=>(const Time&) const = default;
 
  private:
@@ -55,6 +79,16 @@ struct FlopRate {  // FLOP per second
 constexpr Time transfer_time(Bytes n, Rate r) {
   return Time::from_seconds(n.value / r.value);
 }
+
+// Ranges the parsers enforce, so that what is derived from a value stays finite and inside simulated time:
+// sizes at most 1 PiB (2^50 B; doubles are exact integers up to 2^53), bandwidths at least 1 B/s, FLOP counts
+// finite and at most 1e21 (1 ZFLOP), FLOP rates finite.
+inline constexpr double kMaxBytes = 1125899906842624.0;  // 1 PiB
+inline constexpr double kMinRate = 1;                    // bytes per second
+inline constexpr double kMaxFlops = 1e21;
+// Latency-like options (alpha, link latency, transport overhead, Horovod's cycle_time, per-sample GPU cost):
+// at most 1 s each. The configuration layer checks it per key.
+inline constexpr double kMaxLatencySeconds = 1;
 
 // Parsers for unit-suffixed strings. They throw ValueError with a one-line reason; a bare number is an error.
 // Time: ps ns us ms s min h. Bytes: B kB KB MB GB TB KiB MiB GiB TiB, and bits b kb Mb Gb Tb.

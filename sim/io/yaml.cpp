@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -240,6 +241,7 @@ double YamlNode::as_double() const {
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) fail(fmt::format("expected a number, got \"{}\"", s));
+  if (!std::isfinite(v)) fail(fmt::format("expected a finite number, got \"{}\"", s));
   return v;
 }
 

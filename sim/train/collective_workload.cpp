@@ -68,9 +68,10 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
   return s;
 }
 
-CollectiveResult run_collective_workload(const ClusterConfig& config, const CollectiveWorkload& workload,
-                                         const Strategy& st, int64_t nodes, EngineOptions options,
-                                         size_t top) {
+namespace {
+
+CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload& workload, const Strategy& st,
+                          int64_t nodes, EngineOptions options, size_t top) {
   const PsOptions* ps = std::get_if<PsOptions>(&st.options);
   const AllreduceOptions* ar = std::get_if<AllreduceOptions>(&st.options);
   Algorithm algo = ps ? Algorithm::ParameterServer : ar->algorithm;
@@ -99,7 +100,7 @@ CollectiveResult run_collective_workload(const ClusterConfig& config, const Coll
       task.members.push_back(placement.dedicated ? cluster.servers[j]
                                                  : cluster.cpus[j % cluster.cpus.size()]);
   }
-  task.isolated = true;
+  task.isolated = fast_path_safe(*task.plan, cluster);
   TaskGraph graph;
   graph.add_collective(std::move(task), 0, graph.label(st.label));
   graph.finalize();
@@ -116,6 +117,24 @@ CollectiveResult run_collective_workload(const ClusterConfig& config, const Coll
   r.stats = engine.stats();
   r.links = top_links(engine, cluster.topo, t, top);
   return r;
+}
+
+}  // namespace
+
+CollectiveResult run_collective_workload(const ClusterConfig& config, const CollectiveWorkload& workload,
+                                         const Strategy& st, int64_t nodes, EngineOptions options,
+                                         size_t top) {
+  // A message or a round that passes int64 picoseconds (bytes / bandwidth, latencies) is refused at the
+  // strategy rather than wrapped to a negative or zero time.
+  try {
+    return run_once(config, workload, st, nodes, options, top);
+  } catch (const TimeOverflow&) {
+    st.where.fail(
+        fmt::format("at {} node(s) the {} of workload.bytes = {:.4g} B passes the limit of simulated time "
+                    "({:.3g} s, about "
+                    "106 days: int64 picoseconds); lower workload.bytes or raise the cluster's bandwidths",
+                    nodes, collective_name(workload.kind), workload.bytes, kMaxSimulatedSeconds));
+  }
 }
 
 CollectiveResult run_collective_workload(const Scenario& sc, const Strategy& st, int64_t nodes,

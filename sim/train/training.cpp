@@ -91,7 +91,7 @@ class Builder {
     CollectiveTask bc;
     bc.plan = make_plan({Algorithm::Broadcast, p_, 1, 0, ctx.params * 4});
     bc.members = c_.gpus;
-    bc.isolated = true;
+    bc.isolated = fast_path_safe(*bc.plan, c_);
     out.broadcast = g.add_collective(std::move(bc), -1, g.label("broadcast weights"));
     ctx.gpu.resize(p_);
     std::vector<uint32_t> loader(p_);
@@ -192,8 +192,8 @@ class Builder {
 };
 
 // One simulation (`gpu_limit` > 0: on only the first gpu_limit GPUs, a reference smaller than one node).
-TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
-                        bool write_trace, int64_t gpu_limit = 0) {
+TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nodes,
+                             const TrainingOptions& opts, bool write_trace, int64_t gpu_limit) {
   const Workload& wl = sc.training;
   Cluster cluster = build_cluster(sc.cluster, nodes, st.server_hosts());
   if (gpu_limit > 0 && static_cast<size_t>(gpu_limit) < cluster.gpus.size()) {
@@ -293,6 +293,22 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
   return r;
 }
 
+// The same, refusing a run that passes int64 picoseconds of simulated time (a Time sum or conversion that
+// would wrap: steps that together take longer than about 106 days) at the strategy, instead of wrapping.
+TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
+                        bool write_trace, int64_t gpu_limit = 0) {
+  try {
+    return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit);
+  } catch (const TimeOverflow&) {
+    st.where.fail(fmt::format(
+        "at {} node(s) the run passes the limit of simulated time ({:.3g} s, about 106 days: int64 "
+        "picoseconds); "
+        "its steps, collectives or data loading take too long (workload.batch_per_gpu, the model's "
+        "forward_flops and params, workload.loader, steps, or the cluster's bandwidths and latencies)",
+        nodes, kMaxSimulatedSeconds));
+  }
+}
+
 }  // namespace
 
 TrainingGraph build_training_graph(const Workload& wl, const Strategy& st, const Cluster& cluster,
@@ -336,6 +352,7 @@ int usable_cpus() {
 std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<int64_t>& counts,
                                          const TrainingOptions& opts) {
   int gpn = sc.cluster.gpus_per_node;
+  if (gpn < 1) throw std::invalid_argument("run_training: the cluster needs at least one GPU per node");
   int64_t ref_gpus =
       sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
   if (ref_gpus > gpn && ref_gpus % gpn != 0)

@@ -28,7 +28,7 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
   if (o.has("bucket_size")) a.bucket = a.first_bucket = positive_bytes(o, "bucket_size");
   if (o.has("first_bucket")) a.first_bucket = positive_bytes(o, "first_bucket");
   if (o.has("fusion_threshold")) a.bucket = a.first_bucket = positive_bytes(o, "fusion_threshold");
-  if (o.has("cycle_time")) a.cycle_time = o.time("cycle_time").seconds();
+  if (o.has("cycle_time")) a.cycle_time = latency_option(o, "cycle_time").seconds();
   if (o.has("overlap")) a.overlap = o.boolean("overlap");
 }
 

@@ -205,7 +205,12 @@ void configure_ps(Strategy& s, const OptionReader& o) {
       else
         o.fail("mode", "mode must be sync, async or ssp");
     }
-    if (o.has("staleness")) ps.staleness = static_cast<int>(o.integer("staleness"));
+    if (o.has("staleness")) {
+      int64_t v = o.integer("staleness");
+      if (v > 10000) o.fail("staleness", "staleness must be at most 10000 steps");
+      v = std::max<int64_t>(v, -1);  // below 0: refused below for mode ssp
+      ps.staleness = static_cast<int>(v);
+    }
     if (o.has("chunk_size")) ps.chunk = positive_bytes(o, "chunk_size");
     if (o.has("sharding")) {
       std::string v = o.text("sharding");

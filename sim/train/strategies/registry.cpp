@@ -2,6 +2,9 @@
 // one line here (and its file in this folder).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <limits>
+#include <map>
 
 #include "sim/train/strategies/strategy.hpp"
 
@@ -93,7 +96,7 @@ ServerPlacement parse_server_placement(const OptionReader& o) {
       o.fail("link", "link is the cable of a dedicated server; a colocated server uses its node's NIC");
     std::unique_ptr<OptionReader> l = o.child("link");
     l->expect_keys({"bandwidth", "latency"});
-    sp.link = LinkSpec{l->rate("bandwidth"), l->has("latency") ? l->time("latency") : Time()};
+    sp.link = LinkSpec{l->rate("bandwidth"), l->has("latency") ? latency_option(*l, "latency") : Time()};
   }
   return sp;
 }
@@ -103,6 +106,52 @@ void price_inter_node(CollectiveShape& shape, const Cluster& cluster) {
   MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
   shape.alpha = cost.alpha;
   shape.rate = cost.rate;
+}
+
+bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
+  double link_rate = std::numeric_limits<double>::infinity(), latency = 0, alpha = 0, gamma = 0;
+  for (const DirectedLink& l : cluster.topo.links()) {
+    link_rate = std::min(link_rate, l.spec.capacity.value);
+    latency = std::max(latency, l.spec.latency.seconds());
+  }
+  double rate = link_rate;
+  for (const CommClass* c : {&cluster.comm.intra, &cluster.comm.inter})
+    for (const CommRange& r : c->ranges) {
+      alpha = std::max(alpha, r.alpha.seconds());
+      rate = std::min(rate, link_rate * r.efficiency);
+      if (r.bandwidth > 0) rate = std::min(rate, r.bandwidth);
+    }
+  for (const ReduceRange& r : cluster.comm.reduce) gamma = std::max({gamma, r.gamma_gpu, r.gamma_cpu});
+  for (const auto& [name, t] : cluster.comm.transports) {
+    alpha += 2 * t.overhead.seconds();
+    if (t.cpu_rate > 0) rate = std::min(rate, t.cpu_rate);
+  }
+  // A route crosses a few links inside each node and a few fabric switches: 32 links bound any of them.
+  const double per_round_fixed = alpha + 32 * latency;
+  const double limit = kMaxSimulatedSeconds / 4;
+  // First a bound in O(1): no member sends or reduces more than `members` buffers in a round.
+  const double members = plan.members(), most_bytes = plan.bytes() * members;
+  if (plan.rounds() * (per_round_fixed + most_bytes / rate + most_bytes * gamma) < limit) return true;
+  std::map<uint32_t, double> class_seconds;
+  std::vector<Send> sends;
+  double total = 0;
+  for (uint32_t s = 0; s < plan.rounds(); ++s) {
+    auto [it, fresh] = class_seconds.try_emplace(plan.round_class(s), 0.0);
+    if (fresh) {
+      double most = 0;
+      for (uint32_t r = 0; r < plan.members(); ++r) {
+        sends.clear();
+        plan.sends(r, s, sends);
+        double bytes = 0;
+        for (const Send& snd : sends) bytes += snd.bytes;
+        most = std::max(most, bytes / rate + plan.reduce_bytes(r, s) * gamma);
+      }
+      it->second = per_round_fixed + most;
+    }
+    total += it->second;
+    if (!(total < limit)) return false;
+  }
+  return true;
 }
 
 std::vector<Bucket> make_buckets(const Workload& wl, double cap, double first_cap) {
@@ -129,12 +178,14 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
   if (it == plans_.end()) {
     CollectiveShape shape{a, workers, static_cast<uint32_t>(cluster.gpus_per_node), 0, bytes, inter_node};
     price_inter_node(shape, cluster);
-    it = plans_.emplace(key, make_plan(shape)).first;
+    std::shared_ptr<const CollectivePlan> plan = make_plan(shape);
+    bool safe = fast_path_safe(*plan, cluster);
+    it = plans_.emplace(key, std::make_pair(std::move(plan), safe)).first;
   }
   CollectiveTask t;
-  t.plan = it->second;
+  t.plan = it->second.first;
   t.members = cluster.gpus;
-  t.isolated = true;
+  t.isolated = it->second.second;
   t.launch = std::move(launch);
   return graph.add_collective(std::move(t), step, graph.label(label));
 }

@@ -86,6 +86,12 @@ Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 // A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
 // cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
 void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
+// Whether a collective of this plan may be run by the engine's max-plus fast path (CollectiveTask::isolated):
+// false when a bound on its standalone time (per round: the largest α and route latency, the most bytes one
+// member sends over the slowest link, one flow's bound or host rate, the most bytes it reduces at the largest
+// γ) passes a quarter of the simulated-time limit. The fast path adds picoseconds as raw int64 and would wrap
+// past the limit; the flow model's Time arithmetic is checked and refuses such a run (TimeOverflow).
+bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster);
 
 // Gradients of one bucket: backward covers layers last..first (reverse order).
 struct Bucket {
@@ -125,7 +131,8 @@ class StepContext {
   double update_time(double fraction) const;
 
  private:
-  std::map<std::pair<int, double>, std::shared_ptr<const CollectivePlan>> plans_;
+  // Plans by (algorithm, bytes), each with whether the fast path may run it (fast_path_safe).
+  std::map<std::pair<int, double>, std::pair<std::shared_ptr<const CollectivePlan>, bool>> plans_;
 };
 
 class StepBuilder {

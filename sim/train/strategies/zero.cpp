@@ -51,7 +51,8 @@ void configure_zero(Strategy& s, const OptionReader& o) {
     z.bucket_elements = 0;  // a given size is in bytes
   }
   if (!o.name_only() && o.has("stage")) {
-    z.stage = static_cast<int>(o.integer("stage"));
+    int64_t stage = o.integer("stage");
+    z.stage = stage == 1 || stage == 2 ? static_cast<int>(stage) : 0;
     if (z.stage != 1 && z.stage != 2)
       o.fail("stage", "ZeRO stage must be 1 or 2 (stage 3 shards parameters too)");
   }
