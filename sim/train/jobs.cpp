@@ -169,6 +169,15 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     for (size_t r; (r = next++) <= n;) {
       try {
         simulate(n - r);  // the shared run (the longest) first
+      } catch (const TimeOverflow&) {
+        try {
+          sc.jobs_where.fail(fmt::format(
+              "the jobs' run passes the limit of simulated time ({:.3g} s: int64 picoseconds); a job's steps, "
+              "collectives or data loading take too long",
+              kMaxSimulatedSeconds));
+        } catch (...) {
+          runs[n - r].error = std::current_exception();
+        }
       } catch (...) {
         runs[n - r].error = std::current_exception();
       }
