@@ -119,9 +119,9 @@ LoaderSpec parse_loader(const YamlNode& n) {
   return l;
 }
 
-// "about 106 days" for messages: the longest simulated span.
+// "about 53 days" for messages: the longest simulated span.
 std::string horizon_text() {
-  return fmt::format("the limit of simulated time ({:.3g} s, about 106 days: int64 picoseconds)",
+  return fmt::format("the limit of simulated time ({:.3g} s, about 53 days: 2^62 picoseconds)",
                      kMaxSimulatedSeconds);
 }
 

@@ -9,6 +9,10 @@
 #include "sim/core/error.hpp"
 
 namespace ddlsim {
+
+void throw_time_overflow() {
+  throw TimeOverflow();
+}
 namespace {
 
 struct Unit {
@@ -62,9 +66,9 @@ Time parse_time(std::string_view text) {
                                         {"ms", 1e-3},  {"s", 1},     {"min", 60},  {"h", 3600}};
   double s = lookup(text, "time", kTimeUnits, "ps, ns, us, ms, s, min, h");
   if (s < 0) throw ValueError(fmt::format("time \"{}\" is negative", text));
-  // Time is int64 picoseconds: about 106 days is the longest span it can hold.
-  if (s * 1e12 >= 9.2e18)
-    throw ValueError(fmt::format("time \"{}\" is too long (the limit is about 106 days)", text));
+  // Simulated time spans at most 2^62 picoseconds (about 53 days).
+  if (!(s < kMaxSimulatedSeconds))
+    throw ValueError(fmt::format("time \"{}\" is too long (the limit is about 53 days)", text));
   return Time::from_seconds(s);
 }
 

@@ -9,16 +9,23 @@
 
 namespace ddlsim {
 
-// Thrown when simulated time leaves int64 picoseconds (about 106 days, 9.2e18 ps): a conversion from seconds
-// out of that range (or NaN), or a sum, difference or product of Times that would wrap. Runs turn it into an
-// InputError at the strategy being simulated; nothing past the limit is ever silently wrapped.
+// Thrown when simulated time leaves its range, 2^62 picoseconds (about 53 days): a conversion from seconds
+// out of that range (or NaN), an event past it (the engine checks every instant it reaches), or a product of
+// Times that would wrap. Runs turn it into an InputError at the strategy being simulated; nothing past the
+// limit is ever silently wrapped. Sums and differences are not checked one by one (they are the engine's
+// hot path): every duration and every instant stays within 2^62 ps, so the sum of two fits int64.
 class TimeOverflow : public std::overflow_error {
  public:
-  TimeOverflow() : std::overflow_error("simulated time overflows int64 picoseconds (about 106 days)") {}
+  TimeOverflow() : std::overflow_error("simulated time passes 2^62 picoseconds (about 53 days)") {}
 };
 
-// The longest simulated span: int64 picoseconds, about 106 days.
-inline constexpr double kMaxSimulatedSeconds = 9.2e6;
+// Throws TimeOverflow; out of line, so that the checked Time operations stay small enough to inline.
+[[noreturn]] void throw_time_overflow();
+
+// The range of simulated time and of any one duration: 2^62 ps.
+inline constexpr int64_t kTimeLimitPs = int64_t{1} << 62;
+// The longest simulated span in seconds (just under 2^62 ps, about 53 days).
+inline constexpr double kMaxSimulatedSeconds = 4.6e6;
 
 class Time {
  public:
@@ -28,30 +35,25 @@ class Time {
   static constexpr Time us(double v) { return from_seconds(v * 1e-6); }
   static constexpr Time ms(double v) { return from_seconds(v * 1e-3); }
   // Rounds to the nearest picosecond: the only place where simulated time is rounded.
-  // Throws TimeOverflow outside int64 picoseconds (or for NaN) instead of an undefined conversion.
+  // Throws TimeOverflow outside ±2^62 ps (or for NaN) instead of an undefined conversion.
   static constexpr Time from_seconds(double s) {
     double p = s * 1e12;
-    if (!(p < 9223372036854775807.0 && p > -9223372036854775807.0)) throw TimeOverflow();
+    if (!(p < 4611686018427387904.0 && p > -4611686018427387904.0)) [[unlikely]]
+      throw_time_overflow();
     return Time(static_cast<int64_t>(p >= 0 ? p + 0.5 : p - 0.5));
   }
   static constexpr Time max() { return Time(INT64_MAX); }
   constexpr int64_t picoseconds() const { return ps_; }
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
-  // Checked: a result outside int64 picoseconds throws TimeOverflow rather than wrapping.
-  constexpr Time operator+(Time o) const {
-    int64_t r = 0;
-    if (__builtin_add_overflow(ps_, o.ps_, &r)) throw TimeOverflow();
-    return Time(r);
-  }
-  constexpr Time operator-(Time o) const {
-    int64_t r = 0;
-    if (__builtin_sub_overflow(ps_, o.ps_, &r)) throw TimeOverflow();
-    return Time(r);
-  }
+  // Past the range of simulated time (Time::max(), "never", excepted).
+  constexpr bool past_limit() const { return ps_ > kTimeLimitPs && ps_ != INT64_MAX; }
+  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
+  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
   constexpr Time& operator+=(Time o) { return *this = *this + o; }
   constexpr Time operator*(int64_t k) const {
     int64_t r = 0;
-    if (__builtin_mul_overflow(ps_, k, &r)) throw TimeOverflow();
+    if (__builtin_mul_overflow(ps_, k, &r)) [[unlikely]]
+      throw_time_overflow();
     return Time(r);
   }
   constexpr auto operator<=>(const Time&) const = default;

@@ -132,7 +132,7 @@ CollectiveResult run_collective_workload(const ClusterConfig& config, const Coll
     st.where.fail(
         fmt::format("at {} node(s) the {} of workload.bytes = {:.4g} B passes the limit of simulated time "
                     "({:.3g} s, about "
-                    "106 days: int64 picoseconds); lower workload.bytes or raise the cluster's bandwidths",
+                    "53 days: 2^62 picoseconds); lower workload.bytes or raise the cluster's bandwidths",
                     nodes, collective_name(workload.kind), workload.bytes, kMaxSimulatedSeconds));
   }
 }

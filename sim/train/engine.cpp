@@ -24,6 +24,7 @@ Time Engine::run() {
   while (true) {
     Time t = std::min(net.next_completion(), events_.next_time());
     if (t == Time::max()) break;
+    if (t.past_limit()) throw_time_overflow();  // (durations and instants within 2^62 ps: no sum wrapped)
     now_ = t;
     last = t;
     // Everything at this instant first, then one rate update: simultaneous starts are solved together.

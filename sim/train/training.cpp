@@ -294,14 +294,14 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
 }
 
 // The same, refusing a run that passes int64 picoseconds of simulated time (a Time sum or conversion that
-// would wrap: steps that together take longer than about 106 days) at the strategy, instead of wrapping.
+// would wrap: steps that together take longer than about 53 days) at the strategy, instead of wrapping.
 TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
                         bool write_trace, int64_t gpu_limit = 0) {
   try {
     return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit);
   } catch (const TimeOverflow&) {
     st.where.fail(fmt::format(
-        "at {} node(s) the run passes the limit of simulated time ({:.3g} s, about 106 days: int64 "
+        "at {} node(s) the run passes the limit of simulated time ({:.3g} s, about 53 days: 2^62 "
         "picoseconds); "
         "its steps, collectives or data loading take too long (workload.batch_per_gpu, the model's "
         "forward_flops and params, workload.loader, steps, or the cluster's bandwidths and latencies)",
