@@ -42,6 +42,27 @@ void check_transport(const Strategy& st, const ClusterConfig& cluster) {
                                        ps->transport, fmt::join(names, ", ")));
 }
 
+BackgroundSpec parse_background(const YamlNode& n) {
+  n.expect_keys({"pattern", "load", "message", "duration"});
+  BackgroundSpec b;
+  std::string pattern = n.get_string("pattern", "uniform");
+  if (pattern == "all-to-all")
+    b.all_to_all = true;
+  else if (pattern != "uniform")
+    n["pattern"].fail(fmt::format("unknown pattern \"{}\" (uniform or all-to-all)", pattern));
+  YamlNode load = n["load"];
+  b.load = load.as_fraction();
+  if (!(b.load > 0 && b.load <= 1))
+    load.fail("load must be in (0, 1]: a fraction of each node's injection rate");
+  b.message = n.has("message") ? n["message"].as_bytes().value : 4e6;
+  if (b.message < 1) n["message"].fail("message must be at least 1 B");
+  YamlNode duration = n["duration"];
+  b.duration = duration.as_time();
+  if (b.duration <= Time() || b.duration > Time::from_seconds(3600))
+    duration.fail("duration must be positive and at most 1 h");
+  return b;
+}
+
 JobPlacement parse_placement(const YamlNode& n, JobSpec& job) {
   if (n.is_sequence()) {
     job.node_list = n.as_int_list();
@@ -65,18 +86,23 @@ std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int6
   std::vector<std::string> owner(static_cast<size_t>(machine));
   int64_t total = 0;
   for (const YamlNode& j : list.elements()) {
-    j.expect_keys({"name", "workload", "strategy", "nodes", "placement", "start"});
     JobSpec job;
     job.name = j["name"].as_string();
     for (const JobSpec& other : jobs)
       if (other.name == job.name) j["name"].fail(fmt::format("two jobs are named \"{}\"", job.name));
-    YamlNode workload = j["workload"];
-    if (workload.has("collective")) workload["collective"].fail("a job runs a training workload");
-    job.training = parse_workload(workload, root);
-    YamlNode st = j["strategy"];
-    std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
-    job.strategy =
-        configure_strategy(name, st.is_scalar() ? "" : st.get_string("label", ""), YamlOptions(st));
+    if (auto bg = j.get("background")) {
+      j.expect_keys({"name", "background", "nodes", "placement", "start"});
+      job.background = parse_background(*bg);
+    } else {
+      j.expect_keys({"name", "workload", "strategy", "nodes", "placement", "start"});
+      YamlNode workload = j["workload"];
+      if (workload.has("collective")) workload["collective"].fail("a job runs a training workload");
+      job.training = parse_workload(workload, root);
+      YamlNode st = j["strategy"];
+      std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
+      job.strategy =
+          configure_strategy(name, st.is_scalar() ? "" : st.get_string("label", ""), YamlOptions(st));
+    }
     job.where = j.has("placement") ? j["placement"].where() : j.where();
     if (auto p = j.get("placement")) job.placement = parse_placement(*p, job);
     if (auto n = j.get("nodes")) {
@@ -128,7 +154,10 @@ Scenario parse_scenario(const YamlNode& root) {
     s.seed = static_cast<uint64_t>(seed);
     s.jobs = parse_jobs(root["jobs"], root, s.cluster.node_counts[0]);
     s.jobs_where = root["jobs"].where();
-    for (const JobSpec& j : s.jobs) check_transport(j.strategy, s.cluster);
+    for (const JobSpec& j : s.jobs)
+      if (!j.background) check_transport(j.strategy, s.cluster);
+    if (std::all_of(s.jobs.begin(), s.jobs.end(), [](const JobSpec& j) { return j.background.has_value(); }))
+      root["jobs"].fail("list at least one training job beside the background traffic");
     return s;
   }
   root.expect_keys({"name", "description", "cluster", "workload", "strategies", "reference_gpus", "seed",

@@ -64,6 +64,62 @@ std::string abbreviate(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 4) + " ...";
 }
 
+// A job's graph: a training run's (with its step ends) or background traffic's (with its messages).
+struct JobGraph {
+  TaskGraph graph;
+  std::vector<std::vector<TaskId>> step_end;
+  std::vector<TaskId> messages;
+};
+
+// Background traffic on `nodes` of the machine (see BackgroundSpec). Node a's i-th message leaves from its
+// GPU i mod g (so every NIC of a node injects) at i·T, T = message / (load · injection), injection = its NICs
+// · the rate of its route to another node; the destination is the same GPU index on another node of the job:
+// drawn uniformly (uniform) or the next ones in turn (all-to-all).
+JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const std::vector<int64_t>& nodes,
+                          int nics, uint64_t seed, size_t job, const Where& where) {
+  if (nodes.size() < 2) where.fail("background traffic needs at least 2 nodes");
+  JobGraph out;
+  TaskGraph& g = out.graph;
+  const size_t gpn = static_cast<size_t>(machine.gpus_per_node);
+  auto gpu = [&](int64_t node, size_t i) { return machine.gpus[static_cast<size_t>(node) * gpn + i % gpn]; };
+  Router router(machine.topo);
+  double rate = 1e300;
+  for (LinkId l : router.route(gpu(nodes[0], 0), gpu(nodes[1], 0)))
+    rate = std::min(rate, machine.topo.links()[l].spec.capacity.value);
+  const double interval = b.message / (b.load * rate * nics);
+  const int64_t count = static_cast<int64_t>(b.duration.seconds() / interval);
+  if (count > 10'000'000 / static_cast<int64_t>(nodes.size()))
+    where.fail(
+        fmt::format("background traffic of {} messages per node is too many: raise message or lower "
+                    "load or duration",
+                    count));
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(job) << 32) ^ 0x62676bULL);
+  uint32_t label = g.label("background message");
+  const Time step = Time::from_seconds(interval);
+  for (size_t a = 0; a < nodes.size(); ++a) {
+    TaskId prev = kNoTask;
+    for (int64_t i = 0; i < count; ++i) {
+      TaskId wait = g.add_delay(i == 0 ? Time() : step, Category::Other, -1, -1, label);
+      if (prev != kNoTask) g.depend(prev, wait);
+      prev = wait;
+      size_t k = b.all_to_all ? (a + 1 + static_cast<size_t>(i) % (nodes.size() - 1)) % nodes.size()
+                              : (a + 1 + rng() % (nodes.size() - 1)) % nodes.size();
+      size_t lane = static_cast<size_t>(i);
+      TaskId msg = g.add_transfer(gpu(nodes[a], lane), gpu(nodes[k], lane), b.message, -1, -1, label);
+      g.depend(wait, msg);
+      out.messages.push_back(msg);
+    }
+  }
+  return out;
+}
+
+double mean_message_time(const std::vector<TaskId>& messages, const std::vector<TaskRecord>& rec,
+                         TaskId offset) {
+  double sum = 0;
+  for (TaskId t : messages) sum += (rec[offset + t].end - rec[offset + t].start).seconds();
+  return messages.empty() ? 0 : sum / static_cast<double>(messages.size());
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> place_jobs(const Scenario& sc) {
@@ -122,15 +178,22 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     if (h.link) hosts.link = h.link;
   }
   Cluster machine = build_cluster(sc.cluster, sc.cluster.node_counts.at(0), hosts);
-  std::vector<TrainingGraph> graphs;
-  double slowdown = sc.jobs.front().training.overlap_slowdown;
+  std::vector<JobGraph> graphs;
+  double slowdown = -1;
+  const int nics = sc.cluster.node ? sc.cluster.node->nics : 1;
   for (size_t j = 0; j < sc.jobs.size(); ++j) {
     const JobSpec& job = sc.jobs[j];
-    if (job.training.overlap_slowdown != slowdown)
+    if (job.background) {
+      graphs.push_back(background_graph(*job.background, machine, placed[j], nics, sc.seed, j, job.where));
+      continue;
+    }
+    if (slowdown >= 0 && job.training.overlap_slowdown != slowdown)
       job.where.fail("every job must give the same workload.compute.overlap_slowdown (the GPUs' property)");
+    slowdown = job.training.overlap_slowdown;
     Cluster view = job_view(machine, placed[j], first_server[j], job.strategy.server_hosts().count);
-    graphs.push_back(build_training_graph(job.training, job.strategy, view, sc.seed + j));
-    graphs.back().graph.share_network();
+    TrainingGraph t = build_training_graph(job.training, job.strategy, view, sc.seed + j);
+    t.graph.share_network();
+    graphs.push_back({std::move(t.graph), std::move(t.step_end), {}});
   }
   // Run k < jobs: job k alone; run `jobs`: all of them together. Independent simulations, on threads.
   const size_t n = sc.jobs.size();
@@ -149,13 +212,17 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
       if (r == n || r == j) members.push_back(j);
     std::vector<TaskId> offset;
     for (size_t j : members) offset.push_back(g.append(graphs[j].graph, sc.jobs[j].start));
-    g.collective_compute_slowdown = slowdown;
+    g.collective_compute_slowdown = std::max(0.0, slowdown);
     g.finalize();
     Engine engine(machine.topo, machine.comm, g, opts.engine);
     Time makespan = engine.run();
-    for (size_t i = 0; i < members.size(); ++i)
-      runs[r].steps.push_back(measured_step_time(sc.jobs[members[i]].training, graphs[members[i]].step_end,
-                                                 engine.records(), offset[i]));
+    for (size_t i = 0; i < members.size(); ++i) {
+      const JobGraph& jg = graphs[members[i]];
+      runs[r].steps.push_back(
+          sc.jobs[members[i]].background
+              ? mean_message_time(jg.messages, engine.records(), offset[i])
+              : measured_step_time(sc.jobs[members[i]].training, jg.step_end, engine.records(), offset[i]));
+    }
     if (r == n) {
       runs[r].links = top_links(engine, machine.topo, makespan, opts.top_links);
     } else {
@@ -171,10 +238,11 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
         simulate(n - r);  // the shared run (the longest) first
       } catch (const TimeOverflow&) {
         try {
-          sc.jobs_where.fail(fmt::format(
-              "the jobs' run passes the limit of simulated time ({:.3g} s: int64 picoseconds); a job's steps, "
-              "collectives or data loading take too long",
-              kMaxSimulatedSeconds));
+          sc.jobs_where.fail(
+              fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: int64 picoseconds); a "
+                          "job's steps, "
+                          "collectives or data loading take too long",
+                          kMaxSimulatedSeconds));
         } catch (...) {
           runs[n - r].error = std::current_exception();
         }
@@ -200,15 +268,19 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     const JobSpec& job = sc.jobs[j];
     JobResult res;
     res.job = job.name;
-    res.strategy = job.strategy.label;
-    res.model = job.training.model.name;
+    res.strategy = job.background ? "background" : job.strategy.label;
+    res.model = !job.background              ? job.training.model.name
+                : job.background->all_to_all ? "all-to-all"
+                                             : "uniform";
     res.nodes = job.nodes;
     res.gpus = job.nodes * machine.gpus_per_node;
     res.node_list = placed[j];
     res.step_alone_s = runs[j].steps.at(0);
     res.step_shared_s = runs[n].steps.at(j);
     res.slowdown = res.step_shared_s / res.step_alone_s;
-    res.throughput_shared = static_cast<double>(job.training.batch * res.gpus) / res.step_shared_s;
+    res.throughput_shared = job.background
+                                ? job.background->message / res.step_shared_s  // bytes/s of one message
+                                : static_cast<double>(job.training.batch * res.gpus) / res.step_shared_s;
     auto others = [&](size_t link) {
       std::string names;
       for (size_t k = 0; k < n; ++k)
@@ -250,6 +322,10 @@ Report run_jobs_report(const Scenario& sc, const TrainingOptions& opts) {
       "step_alone_s: the job on the same nodes of an otherwise empty machine; step_shared_s: with every job "
       "at once (each from its start offset, each its own steps); slowdown = shared / alone; shared_links: "
       "directed links that carry this job's flows and another's; where: its nodes (nodes_list in CSV/JSON)");
+  if (std::any_of(sc.jobs.begin(), sc.jobs.end(), [](const JobSpec& j) { return j.background.has_value(); }))
+    report.notes.push_back(
+        "background jobs: step = the mean time of one message (start to end), throughput = message bytes / "
+        "that time (bytes/s)");
   return report;
 }
 

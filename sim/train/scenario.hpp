@@ -30,9 +30,22 @@ enum class JobPlacement : uint8_t {
   Explicit     // a list of node indices
 };
 
-// One job of the scenario form with `jobs:`: a training run of its own on part of one shared machine.
+// Background traffic standing in for a busy machine: every node of the job sends `message` bytes every
+// message / (load x its injection rate) seconds (open loop: on schedule, whatever the network delivers) for
+// `duration`, to a destination drawn uniformly among the job's other nodes (uniform) or to each of them in
+// turn (all-to-all). A node's injection rate is its NICs times the rate of its route to another node.
+struct BackgroundSpec {
+  bool all_to_all = false;
+  double load = 0;  // offered, as a fraction of the injection rate
+  double message = 0;
+  Time duration;
+};
+
+// One job of the scenario form with `jobs:`: a training run of its own (or background traffic) on part of
+// one shared machine.
 struct JobSpec {
   std::string name;
+  std::optional<BackgroundSpec> background;  // set: background traffic (training, strategy unused)
   Workload training;
   Strategy strategy;
   int64_t nodes = 0;

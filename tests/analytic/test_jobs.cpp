@@ -147,3 +147,43 @@ TEST(Jobs, BadPlacementsNameFileLineAndKey) {
   expect_error(job("a", "ddp", "[0, 7]"), 4, "jobs[0].placement",
                "node 7 is not on the machine (nodes 0..3)");
 }
+
+TEST(Jobs, BackgroundMessagesAloneTakeLatencyPlusSizeOverRate) {
+  // Star: background traffic on nodes 2, 3 (each sends 4 MB to the other every m / (0.5 · 25 GB/s) = 320 us,
+  // so its messages never overlap on a cable), a ring job on nodes 0, 1. Each message alone on its cables:
+  // 2 · 1 us + 4e6 / 25e9 s = 162 us; the ring job shares no link with it: slowdown 1, exactly.
+  Scenario sc =
+      scenario("{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}", 4,
+               job("train", "ring", "[0, 1]") +
+                   "  - {name: busy, background: {pattern: uniform, load: 0.5, message: 4MB, duration: "
+                   "10ms}, placement: [2, 3]}\n");
+  JobsOutcome o = run_jobs(sc, one_thread());
+  ASSERT_EQ(o.jobs.size(), 2u);
+  EXPECT_EQ(o.jobs[0].slowdown, 1.0);
+  EXPECT_NEAR(o.jobs[1].step_alone_s, 2e-6 + 4e6 / 25e9, 1e-12);
+  EXPECT_EQ(o.jobs[1].step_shared_s, o.jobs[1].step_alone_s);
+}
+
+TEST(Jobs, BackgroundLoadOnASharedUplinkSlowsATrainingJobMoreAsItGrows) {
+  // Two leaves of 4 hosts, one 25 GB/s uplink each: a ring job on nodes 0 and 4 crosses both uplinks; all-to-
+  // all background traffic among the other 6 nodes sends 3 of every 5 messages across them too, for longer
+  // than the job runs. Offered loads the uplinks can carry (at 0.4: 3 nodes x 0.4 x 25 GB/s x 3/5 = 18 GB/s
+  // of 25): the more of them, the less of the uplinks the ring gets by max-min: 1 < slowdown(0.1) <
+  // slowdown(0.2) < slowdown(0.4).
+  auto slowdown = [&](double load) {
+    Scenario sc = scenario(
+        "{kind: fat-tree, levels: 2, hosts_per_leaf: 4, leaf_uplinks: 1, link: {bandwidth: 25GB/s, latency: "
+        "1us}}",
+        8,
+        job("train", "ring", "[0, 4]") +
+            fmt::format(
+                "  - {{name: busy, background: {{pattern: all-to-all, load: {}, message: 1MB, duration: "
+                "150ms}}, placement: [1, 2, 3, 5, 6, 7]}}\n",
+                load));
+    return run_jobs(sc, one_thread()).jobs[0].slowdown;
+  };
+  double a = slowdown(0.1), b = slowdown(0.2), c = slowdown(0.4);
+  EXPECT_GT(a, 1.0);
+  EXPECT_GT(b, a);
+  EXPECT_GT(c, b);
+}
