@@ -69,12 +69,15 @@ struct JobGraph {
   TaskGraph graph;
   std::vector<std::vector<TaskId>> step_end;
   std::vector<TaskId> messages;
+  double injection = 0;  // background: bytes/s one node may inject
 };
 
 // Background traffic on `nodes` of the machine (see BackgroundSpec). Node a's i-th message leaves from its
-// GPU i mod g (so every NIC of a node injects) at i·T, T = message / (load · injection), injection = its NICs
-// · the rate of its route to another node; the destination is the same GPU index on another node of the job:
-// drawn uniformly (uniform) or the next ones in turn (all-to-all).
+// GPU i mod g (its lane: every NIC of a node injects) at i·T, T = message / (load · injection), injection =
+// its NICs · the rate of its route to another node, or when the lane's previous message has arrived if that
+// is later (one message in flight per lane: where the network cannot carry the offered load a node sends
+// less, instead of queueing without bound); the destination is the same GPU index on another node of the
+// job: drawn uniformly (uniform) or the next ones in turn (all-to-all).
 JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const std::vector<int64_t>& nodes,
                           int nics, uint64_t seed, size_t job, const Where& where) {
   if (nodes.size() < 2) where.fail("background traffic needs at least 2 nodes");
@@ -86,7 +89,8 @@ JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const
   double rate = 1e300;
   for (LinkId l : router.route(gpu(nodes[0], 0), gpu(nodes[1], 0)))
     rate = std::min(rate, machine.topo.links()[l].spec.capacity.value);
-  const double interval = b.message / (b.load * rate * nics);
+  out.injection = rate * nics;
+  const double interval = b.message / (b.load * out.injection);
   const int64_t count = static_cast<int64_t>(b.duration.seconds() / interval);
   if (count > 10'000'000 / static_cast<int64_t>(nodes.size()))
     where.fail(
@@ -98,6 +102,7 @@ JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const
   const Time step = Time::from_seconds(interval);
   for (size_t a = 0; a < nodes.size(); ++a) {
     TaskId prev = kNoTask;
+    std::vector<TaskId> in_flight(gpn, kNoTask);  // per lane
     for (int64_t i = 0; i < count; ++i) {
       TaskId wait = g.add_delay(i == 0 ? Time() : step, Category::Other, -1, -1, label);
       if (prev != kNoTask) g.depend(prev, wait);
@@ -107,10 +112,28 @@ JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const
       size_t lane = static_cast<size_t>(i);
       TaskId msg = g.add_transfer(gpu(nodes[a], lane), gpu(nodes[k], lane), b.message, -1, -1, label);
       g.depend(wait, msg);
+      TaskId& last = in_flight[lane % gpn];
+      if (last != kNoTask) g.depend(last, msg);
+      last = msg;
       out.messages.push_back(msg);
     }
   }
   return out;
+}
+
+// The bytes the messages carried per node and second of their span (first start to last end), as a share of
+// the injection rate.
+double delivered_load(const JobGraph& jg, const BackgroundSpec& b, size_t nodes,
+                      const std::vector<TaskRecord>& rec, TaskId offset) {
+  Time first = Time::max(), last;
+  for (TaskId t : jg.messages) {
+    first = std::min(first, rec[offset + t].start);
+    last = std::max(last, rec[offset + t].end);
+  }
+  double span = (last - first).seconds();
+  return span > 0 ? b.message * static_cast<double>(jg.messages.size()) /
+                        (span * static_cast<double>(nodes) * jg.injection)
+                  : 0;
 }
 
 double mean_message_time(const std::vector<TaskId>& messages, const std::vector<TaskRecord>& rec,
@@ -199,6 +222,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
   const size_t n = sc.jobs.size();
   struct Run {
     std::vector<double> steps;  // per job in the run
+    std::vector<double> loads;  // per job in the run: background jobs' delivered load
     std::vector<LinkLoad> links;
     std::vector<double> bytes;  // per link (runs of one job)
     Time makespan;
@@ -218,6 +242,13 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     Time makespan = engine.run();
     for (size_t i = 0; i < members.size(); ++i) {
       const JobGraph& jg = graphs[members[i]];
+      const JobSpec& job = sc.jobs[members[i]];
+      runs[r].loads.push_back(
+          job.background
+              ? delivered_load(jg, *job.background,
+                               job.node_list.empty() ? static_cast<size_t>(job.nodes) : job.node_list.size(),
+                               engine.records(), offset[i])
+              : 0);
       runs[r].steps.push_back(
           sc.jobs[members[i]].background
               ? mean_message_time(jg.messages, engine.records(), offset[i])
@@ -278,6 +309,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     res.step_alone_s = runs[j].steps.at(0);
     res.step_shared_s = runs[n].steps.at(j);
     res.slowdown = res.step_shared_s / res.step_alone_s;
+    res.delivered_load = runs[n].loads.at(j);
     res.throughput_shared = job.background
                                 ? job.background->message / res.step_shared_s  // bytes/s of one message
                                 : static_cast<double>(job.training.batch * res.gpus) / res.step_shared_s;
@@ -302,22 +334,33 @@ Report run_jobs_report(const Scenario& sc, const TrainingOptions& opts) {
   report.scenario_file = sc.file;
   report.title = fmt::format("{}: {} jobs on {} nodes of {}", sc.name, sc.jobs.size(),
                              sc.cluster.node_counts.at(0), sc.cluster.name);
-  report.table_columns = {
-      "job",          "strategy",      "model",    "gpus",         "where",
-      "step_alone_s", "step_shared_s", "slowdown", "shared_links", "throughput_samples_per_s"};
+  report.table_columns = {"job",
+                          "strategy",
+                          "model",
+                          "gpus",
+                          "where",
+                          "step_alone_s",
+                          "step_shared_s",
+                          "slowdown",
+                          "shared_links",
+                          "delivered_load",
+                          "throughput_samples_per_s"};
   for (const JobResult& r : run_jobs(sc, opts).jobs)
-    report.results.push_back({{"job", r.job},
-                              {"strategy", r.strategy},
-                              {"model", r.model},
-                              {"gpus", r.gpus},
-                              {"nodes", r.nodes},
-                              {"nodes_list", ranges(r.node_list)},
-                              {"where", abbreviate(ranges(r.node_list), 24)},
-                              {"step_alone_s", r.step_alone_s},
-                              {"step_shared_s", r.step_shared_s},
-                              {"slowdown", r.slowdown},
-                              {"shared_links", r.shared_links},
-                              {"throughput_samples_per_s", r.throughput_shared}});
+    report.results.push_back(
+        {{"job", r.job},
+         {"strategy", r.strategy},
+         {"model", r.model},
+         {"gpus", r.gpus},
+         {"nodes", r.nodes},
+         {"nodes_list", ranges(r.node_list)},
+         {"where", abbreviate(ranges(r.node_list), 24)},
+         {"step_alone_s", r.step_alone_s},
+         {"step_shared_s", r.step_shared_s},
+         {"slowdown", r.slowdown},
+         {"shared_links", r.shared_links},
+         {"delivered_load",
+          r.strategy == "background" ? fmt::format("{:.3f}", r.delivered_load) : std::string("-")},
+         {"throughput_samples_per_s", r.throughput_shared}});
   report.notes.push_back(
       "step_alone_s: the job on the same nodes of an otherwise empty machine; step_shared_s: with every job "
       "at once (each from its start offset, each its own steps); slowdown = shared / alone; shared_links: "
@@ -325,7 +368,8 @@ Report run_jobs_report(const Scenario& sc, const TrainingOptions& opts) {
   if (std::any_of(sc.jobs.begin(), sc.jobs.end(), [](const JobSpec& j) { return j.background.has_value(); }))
     report.notes.push_back(
         "background jobs: step = the mean time of one message (start to end), throughput = message bytes / "
-        "that time (bytes/s)");
+        "that time (bytes/s), delivered_load = bytes per node and second over the messages' span / the "
+        "injection rate (shared run; below the offered load where the network cannot carry it)");
   return report;
 }
 

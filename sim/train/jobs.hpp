@@ -21,6 +21,7 @@ struct JobResult {
   double step_alone_s = 0, step_shared_s = 0;
   double slowdown = 0;           // step_shared_s / step_alone_s
   double throughput_shared = 0;  // samples/s
+  double delivered_load = 0;     // background: what the network carried of the injection rate (shared run)
   // Links that carry this job's flows and another job's (routes are static: what a job puts on a link is
   // what it puts there alone), and the most-loaded of this job's links in its run alone
   // (TrainingOptions::top_links), each with the other jobs that also use it.

@@ -31,9 +31,10 @@ enum class JobPlacement : uint8_t {
 };
 
 // Background traffic standing in for a busy machine: every node of the job sends `message` bytes every
-// message / (load x its injection rate) seconds (open loop: on schedule, whatever the network delivers) for
-// `duration`, to a destination drawn uniformly among the job's other nodes (uniform) or to each of them in
-// turn (all-to-all). A node's injection rate is its NICs times the rate of its route to another node.
+// message / (load x its injection rate) seconds for `duration`, one message in flight per GPU lane (where the
+// network cannot carry the offered load, a lane sends when its previous message has arrived), to a
+// destination drawn uniformly among the job's other nodes (uniform) or to each of them in turn (all-to-all).
+// A node's injection rate is its NICs times the rate of its route to another node.
 struct BackgroundSpec {
   bool all_to_all = false;
   double load = 0;  // offered, as a fraction of the injection rate
