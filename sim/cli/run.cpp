@@ -83,9 +83,10 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
         "least one flow or message on the link / the run's length; links are directed (from > to)");
   }
   if (!sc.jobs.empty()) {
-    if (a.has("trace")) command_line("--trace").fail("traces of scenarios with jobs are not written yet");
     TrainingOptions topts;
     topts.engine = opts;
+    topts.trace_file = a.str("trace");  // the shared run, a process per job
+    if (!topts.trace_file.empty()) check_output_path(topts.trace_file);
     topts.jobs = jobs_option(a);
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sim/net/cluster.hpp"
+#include "sim/train/trace.hpp"
 
 namespace ddlsim {
 
@@ -136,6 +137,14 @@ double delivered_load(const JobGraph& jg, const BackgroundSpec& b, size_t nodes,
                   : 0;
 }
 
+// The smallest worker id among tasks [first, end) (0 without workers).
+int32_t first_worker_of(const TaskGraph& g, TaskId first, TaskId end) {
+  int32_t w = INT32_MAX;
+  for (TaskId t = first; t < end; ++t)
+    if (g.task(t).worker >= 0) w = std::min(w, g.task(t).worker);
+  return w == INT32_MAX ? 0 : w;
+}
+
 double mean_message_time(const std::vector<TaskId>& messages, const std::vector<TaskRecord>& rec,
                          TaskId offset) {
   double sum = 0;
@@ -237,9 +246,17 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     std::vector<TaskId> offset;
     for (size_t j : members) offset.push_back(g.append(graphs[j].graph, sc.jobs[j].start));
     g.collective_compute_slowdown = std::max(0.0, slowdown);
+    offset.push_back(static_cast<TaskId>(g.size()));  // (the end of the last job's tasks)
     g.finalize();
     Engine engine(machine.topo, machine.comm, g, opts.engine);
     Time makespan = engine.run();
+    if (r == n && !opts.trace_file.empty()) {
+      std::vector<TraceProcess> processes;
+      for (size_t i = 0; i < members.size(); ++i)
+        processes.push_back({sc.jobs[members[i]].name, offset[i], offset[i + 1],
+                             offset[i] < g.size() ? first_worker_of(g, offset[i], offset[i + 1]) : 0});
+      write_perfetto_trace(opts.trace_file, g, engine.records(), processes, 64);
+    }
     for (size_t i = 0; i < members.size(); ++i) {
       const JobGraph& jg = graphs[members[i]];
       const JobSpec& job = sc.jobs[members[i]];

@@ -41,4 +41,47 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
   write_output_file(path, doc.dump() + "\n");
 }
 
+void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
+                          const std::vector<TaskRecord>& records, const std::vector<TraceProcess>& processes,
+                          int max_workers) {
+  using Json = nlohmann::ordered_json;
+  Json events = Json::array();
+  auto micros = [](Time t) { return std::round(t.seconds() * 1e9) / 1e3; };
+  for (size_t p = 0; p < processes.size(); ++p) {
+    const TraceProcess& proc = processes[p];
+    int pid = static_cast<int>(p) + 1;
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", proc.name}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"args", {{"name", "collectives"}}}});
+    int32_t workers = 0;
+    for (TaskId t = proc.first_task; t < proc.end_task; ++t) {
+      const Task& task = graph.task(t);
+      int32_t w = task.worker < 0 ? -1 : task.worker - proc.first_worker;
+      if (w >= max_workers) continue;
+      if (w >= workers) {
+        for (int32_t k = workers; k <= w; ++k)
+          events.push_back({{"name", "thread_name"},
+                            {"ph", "M"},
+                            {"pid", pid},
+                            {"tid", k + 1},
+                            {"args", {{"name", "worker " + std::to_string(k)}}}});
+        workers = w + 1;
+      }
+      if (records[t].end == records[t].start && task.kind != TaskKind::Collective) continue;
+      events.push_back({{"name", graph.labels()[task.label]},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", w + 1},
+                        {"ts", micros(records[t].start)},
+                        {"dur", micros(records[t].end - records[t].start)},
+                        {"args", {{"step", task.step}}}});
+    }
+  }
+  Json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+  write_output_file(path, doc.dump() + "\n");
+}
+
 }  // namespace ddlsim

@@ -14,4 +14,16 @@ namespace ddlsim {
 void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                           const std::vector<TaskRecord>& records, int max_workers);
 
+// One process per job of a run of several (tasks [first_task, end_task) of the graph, its workers from
+// first_worker on): a thread per worker (the first `max_workers`) and one for its collectives and other
+// tasks of no worker.
+struct TraceProcess {
+  std::string name;
+  TaskId first_task = 0, end_task = 0;
+  int32_t first_worker = 0;
+};
+void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
+                          const std::vector<TaskRecord>& records, const std::vector<TraceProcess>& processes,
+                          int max_workers);
+
 }  // namespace ddlsim

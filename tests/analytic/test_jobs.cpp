@@ -187,3 +187,20 @@ TEST(Jobs, BackgroundLoadOnASharedUplinkSlowsATrainingJobMoreAsItGrows) {
   EXPECT_GT(b, a);
   EXPECT_GT(c, b);
 }
+
+TEST(Jobs, TraceHasAProcessPerJob) {
+  const std::string path = write_scenario("{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}", 4,
+                                          job("first", "ring", "[0, 1]") + job("second", "ddp", "[2, 3]"));
+  const std::string trace = path + ".trace.json";
+  auto o = ddlsim_test::run_ddlsim("run '" + path + "' --trace '" + trace + "'");
+  EXPECT_EQ(o.status, 0) << o.out;
+  std::ifstream in(trace);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  std::filesystem::remove(trace);
+  EXPECT_NE(text.find(R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"first"}})"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"({"name":"process_name","ph":"M","pid":2,"args":{"name":"second"}})"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"("pid":2,"tid":2)"), std::string::npos);  // worker 1 of the second job
+}
