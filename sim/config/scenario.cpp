@@ -85,6 +85,7 @@ std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int6
   std::vector<JobSpec> jobs;
   std::vector<std::string> owner(static_cast<size_t>(machine));
   int64_t total = 0;
+  std::optional<size_t> rest;  // the background job without nodes, if any
   for (const YamlNode& j : list.elements()) {
     JobSpec job;
     job.name = j["name"].as_string();
@@ -114,8 +115,12 @@ std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int6
                             job.node_list.size()));
     } else if (job.placement == JobPlacement::Explicit) {
       job.nodes = static_cast<int64_t>(job.node_list.size());
+    } else if (job.background && !rest) {
+      rest = jobs.size();  // background on every node the other jobs leave: counted below
     } else {
-      j.fail("missing required key \"nodes\"");
+      j.fail(job.background
+                 ? "missing required key \"nodes\" (only one background job may take the nodes left)"
+                 : "missing required key \"nodes\"");
     }
     for (int64_t k : job.node_list) {
       if (k < 0 || k >= machine)
@@ -134,6 +139,14 @@ std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int6
     jobs.push_back(std::move(job));
   }
   if (jobs.empty()) list.fail("list at least one job");
+  if (rest) {
+    JobSpec& bg = jobs[*rest];
+    bg.nodes = machine - total;
+    bg.fill_rest = true;
+    if (bg.nodes < 2)
+      bg.where.fail(fmt::format("the other jobs leave {} node(s) for background traffic \"{}\": it needs 2",
+                                bg.nodes, bg.name));
+  }
   return jobs;
 }
 

@@ -164,7 +164,12 @@ std::vector<std::vector<int64_t>> place_jobs(const Scenario& sc) {
     std::sort(out[j].begin(), out[j].end());
     for (int64_t k : out[j]) used[static_cast<size_t>(k)] = true;
   }
-  for (size_t j = 0; j < sc.jobs.size(); ++j) {
+  std::vector<size_t> order;  // the job that fills the rest last
+  for (size_t j = 0; j < sc.jobs.size(); ++j)
+    if (!sc.jobs[j].fill_rest) order.push_back(j);
+  for (size_t j = 0; j < sc.jobs.size(); ++j)
+    if (sc.jobs[j].fill_rest) order.push_back(j);
+  for (size_t j : order) {
     const JobSpec& job = sc.jobs[j];
     if (job.placement == JobPlacement::Explicit) continue;
     std::vector<int64_t> free;
@@ -172,25 +177,28 @@ std::vector<std::vector<int64_t>> place_jobs(const Scenario& sc) {
       if (!used[static_cast<size_t>(k)]) free.push_back(k);
     const size_t n = static_cast<size_t>(job.nodes);
     std::vector<int64_t>& nodes = out[j];
-    switch (job.placement) {
-      case JobPlacement::Contiguous:
-        for (size_t i = 0; i + n <= free.size() && nodes.empty(); ++i)
-          if (free[i + n - 1] - free[i] == static_cast<int64_t>(n) - 1)
-            nodes.assign(free.begin() + static_cast<std::ptrdiff_t>(i),
-                         free.begin() + static_cast<std::ptrdiff_t>(i + n));
-        if (nodes.empty())
-          job.where.fail(fmt::format("no {} consecutive free nodes are left for job \"{}\" (free: {})", n,
-                                     job.name, ranges(free)));
-        break;
-      case JobPlacement::Spread:  // node i of the job at free[floor(i·F/n)]
-        for (size_t i = 0; i < n; ++i) nodes.push_back(free[i * free.size() / n]);
-        break;
-      case JobPlacement::Random:
-        nodes = draw(free, job.nodes, sc.seed, j);
-        break;
-      case JobPlacement::Explicit:
-        break;
-    }
+    if (job.fill_rest)
+      nodes = free;  // every node the other jobs left
+    else
+      switch (job.placement) {
+        case JobPlacement::Contiguous:
+          for (size_t i = 0; i + n <= free.size() && nodes.empty(); ++i)
+            if (free[i + n - 1] - free[i] == static_cast<int64_t>(n) - 1)
+              nodes.assign(free.begin() + static_cast<std::ptrdiff_t>(i),
+                           free.begin() + static_cast<std::ptrdiff_t>(i + n));
+          if (nodes.empty())
+            job.where.fail(fmt::format("no {} consecutive free nodes are left for job \"{}\" (free: {})", n,
+                                       job.name, ranges(free)));
+          break;
+        case JobPlacement::Spread:  // node i of the job at free[floor(i·F/n)]
+          for (size_t i = 0; i < n; ++i) nodes.push_back(free[i * free.size() / n]);
+          break;
+        case JobPlacement::Random:
+          nodes = draw(free, job.nodes, sc.seed, j);
+          break;
+        case JobPlacement::Explicit:
+          break;
+      }
     for (int64_t k : nodes) used[static_cast<size_t>(k)] = true;
   }
   return out;

@@ -51,6 +51,7 @@ struct JobSpec {
   Strategy strategy;
   int64_t nodes = 0;
   JobPlacement placement = JobPlacement::Contiguous;
+  bool fill_rest = false;  // background without `nodes`: every node the other jobs leave (placed last)
   std::vector<int64_t> node_list;  // Explicit, as given
   Time start;                      // offset of the job's first task from the run's start
   Where where;                     // the job's `placement` (or the job), for placement errors

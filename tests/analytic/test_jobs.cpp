@@ -71,6 +71,14 @@ TEST(Jobs, PlacementsTakeFreeNodesInJobOrder) {
   ASSERT_EQ(p[2].size(), 2u);
   for (int64_t k : p[2]) EXPECT_TRUE(k == 7 || k == 9 || k == 10 || k == 12 || k == 14 || k == 15) << k;
   EXPECT_EQ(place_jobs(sc), p);  // the same draw every time
+  // Background traffic without nodes takes every node the others leave, after them, whatever its place in
+  // the list.
+  Scenario rest =
+      scenario("{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}", 8,
+               "  - {name: bg, background: {load: 0.5, duration: 1ms}}\n" + job("a", "ddp", "spread", 3));
+  std::vector<std::vector<int64_t>> q = place_jobs(rest);
+  EXPECT_EQ(q[1], (std::vector<int64_t>{0, 2, 5}));  // F[floor(i·8/3)] = 0, 2, 5
+  EXPECT_EQ(q[0], (std::vector<int64_t>{1, 3, 4, 6, 7}));
 }
 
 TEST(Jobs, DisjointJobsOnANonBlockingFatTreeAreNotSlowed) {
