@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
   if (argc > 1 && std::strcmp(argv[1], "--alps") == 0) {
     std::vector<std::string> alps = {"cluster.topology=alps-gh200", "cluster.max_nodes=4096",
-                                     "cluster.comm={}", "workload.loader=synthetic", "workload.precision=bf16"};
+                                     "cluster.comm={}", "workload.loader=synthetic",
+                                     "workload.precision=bf16"};
     for (const char* a : {"ring", "hierarchical"})
       run_case(std::string("alps-4096-") + a, juwels, 1024, a, alps);
     return 0;
