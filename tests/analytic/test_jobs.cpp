@@ -212,3 +212,32 @@ TEST(Jobs, TraceHasAProcessPerJob) {
             std::string::npos);
   EXPECT_NE(text.find(R"("pid":2,"tid":2)"), std::string::npos);  // worker 1 of the second job
 }
+
+TEST(Jobs, PsIncastSlowsANeighbourOnItsServersLeafByTheClosedForm) {
+  // Two leaves of 4 hosts, one uplink each, every link B = 25 GB/s. PS job on nodes 0, 5, 6, 7 with one
+  // server, colocated on node 0 (leaf 0): a one-layer model of 100 GB of gradients (chunk_size 100GB: one
+  // push flow per worker). Its initial broadcast of the weights ends within 3 x 100 GB / B = 12 s; then the
+  // k = 3 workers of leaf 1 push into node 0 for at least 100 GB / (B/4) = 16 s through leaf 1's uplink and
+  // spine > leaf 0. The ring job on nodes 1 (leaf 0) and 4 (leaf 1) starts at 12.5 s: its flow 4 -> 1
+  // shares those two links with the 3 pushes, each at B/(k+1) by max-min; its flow 1 -> 4 runs alone at B.
+  // A ring round ends when both of a member's messages have, so every round takes (G/2)/(B/(k+1)): the job's
+  // steps equal those of the ring alone with every link at B/(k+1) = 6.25 GB/s, and its gradient allreduce
+  // (G = 4 layers x 10 MB, 2 rounds of G/2) takes 2·(G/2)·((k+1) − 1)/B = k·G/B = 4.8 ms more per step.
+  const char* fabric =
+      "{{kind: fat-tree, levels: 2, hosts_per_leaf: 4, leaf_uplinks: 1, link: {{bandwidth: {}, latency: "
+      "1us}}}}";
+  const std::string ps =
+      "  - {name: ps, placement: [0, 5, 6, 7], strategy: {name: ps, servers: 1, placement: colocated, "
+      "chunk_size: 100GB}, workload: {model: {name: big, layers: [{name: w, params: 25000000000, "
+      "forward_flops: 19.5GFLOP}]}, batch_per_gpu: 1, precision: fp32, steps: 1, compute: {efficiency: "
+      "1}}}\n";
+  std::string ring = job("ring", "ring", "[1, 4]");
+  ring.insert(ring.size() - 2, ", start: 12.5s");
+  Scenario shared = scenario(fmt::format(fmt::runtime(fabric), "25GB/s"), 8, ps + ring);
+  Scenario slow = scenario(fmt::format(fmt::runtime(fabric), "6.25GB/s"), 8, job("ring", "ring", "[1, 4]"));
+  JobsOutcome s = run_jobs(shared, one_thread());
+  JobsOutcome r = run_jobs(slow, one_thread());
+  const JobResult& n = s.jobs.at(1);
+  EXPECT_NEAR(n.step_shared_s, r.jobs.at(0).step_alone_s, 1e-9 * n.step_shared_s);
+  EXPECT_NEAR(n.step_shared_s - n.step_alone_s, 3 * 40e6 / 25e9, 1e-9);
+}
