@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -8,6 +10,7 @@
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/interrupt.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/jobs.hpp"
@@ -63,6 +66,7 @@ void add_link_rows(Report& report, const std::string& strategy, int64_t gpus,
 
 int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override) {
   Scenario sc = load_scenario(path, a.sets);
+  catch_interrupts();  // a first SIGINT/SIGTERM: finish the simulations in flight, print what finished
   EngineOptions opts;
   opts.fast_collectives = !a.has("no-fast");
   bool stats = a.has("stats");
@@ -97,6 +101,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
                                format_bytes(Bytes{sc.collective->bytes}), sc.cluster.name);
     for (const Strategy& st : sc.strategies)
       for (int64_t n : counts) {
+        if (interrupted()) break;
         CollectiveResult r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
         if (links > 0)
           add_link_rows(report, r.strategy, r.gpus, r.links);
@@ -118,6 +123,16 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     } else {
       report = run_training_report(sc, counts, topts, stats);
     }
+  }
+  if (int sig = interrupt_signal()) {
+    report.notes.push_back(fmt::format(
+        "interrupted by {}: the rows above are the simulations that finished (with their reference); the "
+        "others did not run",
+        sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    write_report(std::cout, a.format, report);
+    std::fprintf(stderr, "ddlsim: interrupted by %s; printed the %zu finished rows\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", report.results.size());
+    return 128 + sig;
   }
   write_report(std::cout, a.format, report);
   return 0;

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "sim/core/interrupt.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/trace.hpp"
 
@@ -244,6 +245,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     std::vector<double> bytes;  // per link (runs of one job)
     Time makespan;
     std::exception_ptr error;
+    bool done = false;
   };
   std::vector<Run> runs(n + 1);
   auto simulate = [&](size_t r) {
@@ -289,13 +291,14 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
   std::atomic<size_t> next{0}, finished{0};
   std::mutex progress;
   auto worker = [&] {
-    for (size_t r; (r = next++) <= n;) {
+    for (size_t r; !interrupted() && (r = next++) <= n;) {  // SIGINT/SIGTERM: no new runs
       try {
         simulate(n - r);  // the shared run (the longest) first
+        runs[n - r].done = true;
       } catch (const TimeOverflow&) {
         try {
           sc.jobs_where.fail(
-              fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: int64 picoseconds); a "
+              fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: 2^62 picoseconds); a "
                           "job's steps, "
                           "collectives or data loading take too long",
                           kMaxSimulatedSeconds));
@@ -320,7 +323,9 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     if (r.error) std::rethrow_exception(r.error);
   JobsOutcome out;
   out.links = runs[n].links;
+  if (!runs[n].done) return out;  // interrupted before the shared run finished: nothing to relate
   for (size_t j = 0; j < n; ++j) {
+    if (!runs[j].done) continue;
     const JobSpec& job = sc.jobs[j];
     JobResult res;
     res.job = job.name;

@@ -7,9 +7,12 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
+#include "sim/core/interrupt.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/trace.hpp"
@@ -366,6 +369,7 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     bool trace;
     TrainingResult result;
     std::exception_ptr error;
+    bool ran = false;
   };
   std::vector<Job> jobs;
   std::vector<size_t> first_job;
@@ -379,18 +383,23 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
       jobs.push_back({&spec, ref_nodes, 0, false, {}, {}});
   }
   first_job.push_back(jobs.size());
-  // The largest first, so that the last to finish is a small one.
+  // The references first (an interrupted run still relates what it finished to them), then the largest
+  // first, so that the last to finish is a small one.
+  auto reference = [&](const Job& j) { return j.gpu_limit > 0 || (ref_gpus >= gpn && j.nodes == ref_nodes); };
   std::vector<size_t> order(jobs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return jobs[a].nodes > jobs[b].nodes; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (reference(jobs[a]) != reference(jobs[b])) return reference(jobs[a]);
+    return jobs[a].nodes > jobs[b].nodes;
+  });
   std::atomic<size_t> next{0}, finished{0};
   std::mutex progress;  // opts.progress is called one at a time
   auto worker = [&] {
-    for (size_t k; (k = next++) < jobs.size();) {
+    for (size_t k; !interrupted() && (k = next++) < jobs.size();) {  // SIGINT/SIGTERM: no new ones
       Job& j = jobs[order[k]];
       try {
         j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
+        j.ran = true;
       } catch (...) {
         j.error = std::current_exception();
       }
@@ -408,14 +417,22 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   for (std::thread& t : pool) t.join();
   for (const Job& j : jobs)
     if (j.error) std::rethrow_exception(j.error);
+  // Every finished simulation whose reference finished (all of them unless interrupted).
   std::vector<TrainingResult> out;
   for (size_t s = 0; s < sc.strategies.size(); ++s) {
     std::map<int64_t, TrainingResult> done;
-    TrainingResult part;
-    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i)
-      (jobs[i].gpu_limit > 0 ? part : done[jobs[i].nodes]) = jobs[i].result;
-    const TrainingResult& ref = ref_gpus < gpn ? part : done[ref_nodes];
+    std::optional<TrainingResult> part;
+    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i) {
+      if (!jobs[i].ran) continue;
+      if (jobs[i].gpu_limit > 0)
+        part = jobs[i].result;
+      else
+        done[jobs[i].nodes] = jobs[i].result;
+    }
+    if (ref_gpus < gpn ? !part : !done.count(ref_nodes)) continue;
+    const TrainingResult& ref = ref_gpus < gpn ? *part : done[ref_nodes];
     for (int64_t n : counts) {
+      if (!done.count(n)) continue;
       TrainingResult r = done[n];
       r.speedup = r.throughput / ref.throughput;
       r.efficiency = r.speedup / (static_cast<double>(r.gpus) / static_cast<double>(ref.gpus));

@@ -1,7 +1,10 @@
 // `ddlsim sweep --split`: each process of an mpirun/srun job takes the node counts i with i mod size = rank.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "sim/io/csv.hpp"
@@ -55,4 +58,34 @@ TEST(CliSweep, JobsRunSimulationsAtOnceWithTheSameResults) {
   auto bad = run("0");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.out.find("--jobs"), std::string::npos) << bad.out;
+}
+
+// SIGINT during a sweep: the simulations in flight finish, the finished rows (whose reference finished) are
+// printed as complete CSV rows, one line on stderr says so, and the exit status is 128 + 2. The sweep is long
+// enough (nine counts up to 1024 GPUs, one thread) that the signal after 1 s always lands mid-run.
+TEST(CliSweep, InterruptPrintsTheFinishedRowsAndExits130) {
+  std::string out = testing::TempDir() + "ddlsim-interrupt.csv",
+              err = testing::TempDir() + "ddlsim-interrupt.err";
+  // popen's shell runs the sweep in the background and interrupts it.
+  std::string cmd = std::string("'") + DDLSIM_BINARY + "' sweep '" + DDLSIM_SOURCE_DIR +
+                    "/scenarios/aach2023/resnet50-dali-cpu.yaml' --nodes 1,2,4,8,16,32,64,128,256 --jobs 1 "
+                    "--format csv > '" +
+                    out + "' 2> '" + err + "' & p=$!; sleep 1; kill -INT $p; wait $p; echo $?";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[64] = {};
+  size_t got = fread(buf, 1, sizeof(buf) - 1, pipe);
+  pclose(pipe);
+  EXPECT_EQ(std::string(buf, got), "130\n");
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::string csv = slurp(out), message = slurp(err);
+  EXPECT_NE(message.find("ddlsim: interrupted by SIGINT; printed the "), std::string::npos) << message;
+  ddlsim::CsvTable t = ddlsim::parse_csv(csv, "interrupted sweep");
+  EXPECT_LT(t.rows.size(), 18u);  // not all 9 counts x 2 strategies
+  for (const auto& r : t.rows) EXPECT_GT(std::stod(r[t.column("efficiency")]), 0) << csv;
+  std::remove(out.c_str());
+  std::remove(err.c_str());
 }
