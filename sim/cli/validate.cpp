@@ -1,5 +1,6 @@
 // `ddlsim validate`: a training scenario against measured points (efficiency, time shares, time to train).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -153,6 +154,9 @@ int validate_command(const std::vector<std::string>& args) {
           {csv.file, csv.lines[i], 1}, "gpus/value",
           fmt::format("expected numbers, got gpus \"{}\" and value \"{}\"", cells[c_gpus], cells[c_v]));
     }
+    if (!std::isfinite(r.value))
+      throw InputError({csv.file, csv.lines[i], 1}, "value",
+                       fmt::format("a measured value must be a finite number, got \"{}\"", cells[c_v]));
     if (r.gpus % gpn != 0) {
       ++skipped;
       continue;
@@ -160,12 +164,16 @@ int validate_command(const std::vector<std::string>& args) {
     node_counts.insert(r.gpus / gpn);
     rows.push_back(std::move(r));
   }
-  if (rows.empty())
+  if (rows.empty()) {
+    std::set<std::string> models, loaders;
+    for (const auto& cells : csv.rows) models.insert(cells[c_model]), loaders.insert(cells[c_loader]);
     throw InputError(
-        {csv.file, 0, 0}, "",
-        fmt::format(
-            "no measured rows for model {} with loader {} (check the model, loader and quantity columns)",
-            ws.model, ws.loader));
+        {csv.file, 1, 1}, "model/loader",
+        fmt::format("no measured rows for the scenario's model {} with loader {} and a quantity "
+                    "ddlsim simulates at a whole number of nodes (the file's models: {}; loaders: "
+                    "{}; {} rows)",
+                    ws.model, ws.loader, fmt::join(models, ", "), fmt::join(loaders, ", "), csv.rows.size()));
+  }
   TrainingOptions topts;
   topts.engine.fast_collectives = !a.has("no-fast");
   topts.jobs = jobs_option(a);

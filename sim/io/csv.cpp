@@ -28,6 +28,12 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
     bool blank = row.size() == 1 && row[0].empty();
     if (!blank) {
       if (t.header.empty()) {
+        for (size_t a = 0; a < row.size(); ++a)
+          for (size_t b = 0; b < a; ++b)
+            if (row[a] == row[b])
+              throw InputError({name, row_line, 1}, row[a],
+                               fmt::format("the header names column \"{}\" twice (columns {} and {})", row[a],
+                                           b + 1, a + 1));
         t.header = std::move(row);
       } else {
         if (row.size() != t.header.size())
@@ -41,7 +47,9 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
     row.clear();
     any = false;
   };
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first column's name.
+  const size_t first = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  for (size_t i = first; i < text.size(); ++i) {
     char c = text[i];
     if (quoted) {
       if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {

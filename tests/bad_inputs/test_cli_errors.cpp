@@ -170,9 +170,17 @@ TEST(CliErrors, ValidateMeasuredCsvProblems) {
     const char* file;
     const char* where;
     const char* fragment;
-  } cases[] = {{"measured_unterminated.csv", "measured_unterminated.csv:2:1: ", "unterminated quoted field"},
-               {"measured_bad_number.csv", "measured_bad_number.csv:2:1: gpus/value: ", "expected numbers"},
-               {"measured_short_row.csv", "measured_short_row.csv:2:1: ", "expected 7 fields"}};
+  } cases[] = {
+      {"measured_unterminated.csv", "measured_unterminated.csv:2:1: ", "unterminated quoted field"},
+      {"measured_bad_number.csv", "measured_bad_number.csv:2:1: gpus/value: ", "expected numbers"},
+      {"measured_short_row.csv", "measured_short_row.csv:2:1: ", "expected 7 fields"},
+      {"measured_nan.csv", "measured_nan.csv:2:1: value: ", "must be a finite number, got \"nan\""},
+      {"measured_inf.csv", "measured_inf.csv:2:1: value: ", "must be a finite number, got \"inf\""},
+      {"measured_duplicate_column.csv", "measured_duplicate_column.csv:1:1: value: ",
+       "the header names column \"value\" twice (columns 6 and 7)"},
+      {"measured_other_model.csv", "measured_other_model.csv:1:1: model/loader: ",
+       "no measured rows for the scenario's model resnet50 with loader dali-cpu and a quantity ddlsim "
+       "simulates at a whole number of nodes (the file's models: vgg16; loaders: dali; 1 rows)"}};
   for (const Case& c : cases) {
     Outcome o = ddlsim("validate '" + scenario + "' --measured '" + data(c.file) + "'");
     EXPECT_EQ(o.status, 2) << c.file << ": " << o.out;
@@ -180,6 +188,11 @@ TEST(CliErrors, ValidateMeasuredCsvProblems) {
     EXPECT_NE(o.out.find(c.where), std::string::npos) << o.out;
     EXPECT_NE(o.out.find(c.fragment), std::string::npos) << o.out;
   }
+  // A UTF-8 byte-order mark before the header is not part of the first column's name.
+  Outcome bom =
+      ddlsim("validate '" + scenario + "' --measured '" + data("measured_bom.csv") + "' --format csv", false);
+  EXPECT_EQ(bom.status, 0) << bom.out;
+  EXPECT_NE(bom.out.find(",ddp,8,efficiency,=,0.9,"), std::string::npos) << bom.out;
   Outcome missing = ddlsim("validate '" + scenario + "'");
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("--measured"), std::string::npos) << missing.out;
