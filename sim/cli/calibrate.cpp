@@ -233,8 +233,14 @@ int calibrate_command(const std::vector<std::string>& args) {
       fo.single_range = true;
     } else {
       std::stringstream ss(b);
-      for (std::string item; std::getline(ss, item, ',');)
+      for (std::string item; std::getline(ss, item, ',');) {
         fo.breakpoints.push_back(parse_size_option("breakpoint", item));
+        if (fo.breakpoints.back() < 1)
+          throw InputError({"--breakpoint", 0, 0}, "",
+                           fmt::format("a breakpoint must be at least 1 B, got \"{}\" (no message is that "
+                                       "small: the range below it would be empty)",
+                                       item));
+      }
       if (!std::is_sorted(fo.breakpoints.begin(), fo.breakpoints.end()) ||
           std::adjacent_find(fo.breakpoints.begin(), fo.breakpoints.end()) != fo.breakpoints.end() ||
           fo.breakpoints.size() + 1 > kMaxRanges)
@@ -301,6 +307,14 @@ int calibrate_command(const std::vector<std::string>& args) {
     throw InputError({}, "",
                      "step times fit the compute efficiency of a training scenario: add --scenario S.yaml");
   FitResult fit = fit_comm_model(ms, fo);
+  // Never write a calibration that is not a number: degenerate inputs (flat or constant timings) are refused.
+  for (const FittedClass& cls : fit.link)
+    for (const FittedRange& r : cls.ranges)
+      if (!std::isfinite(r.alpha) || !std::isfinite(r.beta) || !std::isfinite(r.gap) ||
+          !std::isfinite(r.gamma))
+        throw InputError({a.positional.empty() ? std::string("calibrate") : a.positional[0], 0, 0}, "",
+                         "the fit gives a parameter that is not a finite number (the timings may be constant "
+                         "or contradictory); nothing was written");
 
   std::string selection;
   if (std::isfinite(fo.max_bytes)) selection += fmt::format("bytes <= {}", format_bytes(Bytes{fo.max_bytes}));

@@ -80,6 +80,11 @@ TEST(CalibCli, UsageErrors) {
   EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 64", true).status, 2);              // a size needs a unit
   EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 1KiB,2KiB,4KiB", true).status, 2);  // at most three ranges
   EXPECT_EQ(ddlsim("calibrate x.json --breakpoint 4KiB,2KiB", true).status, 2);       // increasing
+  {
+    auto zero = ddlsim("calibrate x.json --breakpoint 0B", true);  // below every message: was ignored
+    EXPECT_EQ(zero.status, 2);
+    EXPECT_NE(zero.out.find("a breakpoint must be at least 1 B"), std::string::npos) << zero.out;
+  }
   EXPECT_EQ(ddlsim("calibrate --help", false).status, 0);
 }
 
