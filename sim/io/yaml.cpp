@@ -92,6 +92,14 @@ void YamlNode::apply_override(const std::string& assignment) {
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  // `jobs[0].placement` reads like an index but is a key here: list elements are dotted parts.
+  if (auto open = key.find('['); open != std::string::npos && key.find(']', open) != std::string::npos) {
+    std::string dotted;
+    for (char c : key)
+      if (c != ']') dotted.push_back(c == '[' ? '.' : c);
+    throw InputError({"--set", 0, 0}, key,
+                     fmt::format("list elements are addressed by a dotted index: --set {}=...", dotted));
+  }
   // yaml-cpp's operator[] returns proxies: walk with an explicit chain of nodes.
   std::vector<YAML::Node> chain{impl_->node};
   // A list element is addressed by its index; a scalar has no keys to set.

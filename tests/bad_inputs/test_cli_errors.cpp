@@ -239,6 +239,9 @@ TEST(CliErrors, HostTransportsAndCoresAreChecked) {
   expect_override_error(s, "cluster.comm={transports: {tcp: {overhead: 10}}}",
                         "--set: cluster.comm.transports.tcp.overhead:");
   expect_override_error(s, "cluster.host_cores=0", "--set: cluster.host_cores: host_cores must be between 1");
+  expect_override_error(s, "strategies[0].servers=2",
+                        "--set: strategies[0].servers: list elements are addressed by a dotted index: --set "
+                        "strategies.0.servers=...");
   expect_override_error(s, "cluster.comm={goodput_inter: 1.5}",
                         "--set: cluster.comm.goodput_inter: goodput_inter must be in (0, 1]");
   expect_override_error(s, "strategies=[{name: ps, placement: colocated, server_cores: 4}]",
