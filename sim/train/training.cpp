@@ -290,6 +290,22 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
     }
     r.busy_allreduce = sum / p;
   }
+  // Parameter servers: bytes pushed into each server per measured step (pushes are the "push" transfers).
+  if (std::holds_alternative<PsOptions>(st.options)) {
+    const auto& labels = g.labels();
+    const uint32_t push =
+        static_cast<uint32_t>(std::find(labels.begin(), labels.end(), "push") - labels.begin());
+    std::map<VertexId, double> into;
+    for (TaskId t = 0; t < g.size(); ++t) {
+      const Task& task = g.task(t);
+      if (task.kind == TaskKind::Transfer && task.label == push && task.step >= wl.warmup)
+        into[task.dst] += task.bytes / wl.steps;
+    }
+    for (const auto& [server, bytes] : into) {
+      r.ps_max_server_bytes = std::max(r.ps_max_server_bytes, bytes);
+      r.ps_mean_server_bytes += bytes / static_cast<double>(into.size());
+    }
+  }
   r.stats = engine.stats();
   r.links = top_links(engine, cluster.topo, makespan, opts.top_links);
   if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);
@@ -462,6 +478,9 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
                           "shares.communication",
                           "shares.io",
                           "shares.idle"};
+  const bool has_ps = std::any_of(sc.strategies.begin(), sc.strategies.end(), [](const Strategy& st) {
+    return std::holds_alternative<PsOptions>(st.options);
+  });
   for (const TrainingResult& r : run_training(sc, counts, opts)) {
     Record rec{{"strategy", r.strategy},
                {"gpus", r.gpus},
@@ -480,6 +499,10 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
                {"kernel_shares.allreduce", r.busy_allreduce},
                {"kernel_shares.data", r.busy_data},
                {"kernel_shares.compute", r.busy_compute}};
+    if (has_ps) {  // every row has the keys (one CSV header); 0 for strategies without servers
+      rec.push_back({"ps.max_server_bytes_per_step", r.ps_max_server_bytes});
+      rec.push_back({"ps.mean_server_bytes_per_step", r.ps_mean_server_bytes});
+    }
     if (stats) {
       rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
       rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});

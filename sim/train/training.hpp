@@ -42,6 +42,9 @@ struct TrainingResult {
   // (from each launch to the collective's end, averaged over workers), data work on the GPU (DALI-GPU
   // preprocessing; host-side loader threads run no GPU kernels), compute busy; the last two on worker 0.
   double busy_allreduce = 0, busy_data = 0, busy_compute = 0;
+  // Parameter servers: per measured step, the bytes pushed into the busiest server and into the mean one
+  // (their ratio shows how unevenly the sharding loads the servers); 0 for other strategies.
+  double ps_max_server_bytes = 0, ps_mean_server_bytes = 0;
   EngineStats stats;
   std::vector<LinkLoad> links;  // the most-loaded links (TrainingOptions::top_links)
 };

@@ -316,3 +316,22 @@ TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {
   EXPECT_NEAR(local["switch > server0"], 320e6, 1);
   EXPECT_NEAR(local["switch > gpu0"], 640e6, 1);
 }
+
+// Sharding by variable sends each layer's gradients to its own server as one message, whatever chunk_size
+// (8 MB by default) would slice: 4 layers of 0.5e6 parameters (2 MB each, together less than one chunk),
+// round-robin over 4 servers, one layer each. Per step every server receives 2 MB from each of the p = 4
+// workers: max = mean = 4 x 2e6 bytes (before, the four layers went as one 8 MB bucket to one server).
+TEST(TrainingClosedForm, ShardingByVariableSendsEachLayerToItsServer) {
+  std::vector<std::string> small;
+  for (int l = 0; l < 4; ++l) small.push_back(fmt::format("workload.model.layers.{}.params=500000", l));
+  for (const char* sharding : {"round-robin", "greedy"}) {
+    SCOPED_TRACE(sharding);
+    TrainingResult r =
+        run(fmt::format("[{{name: ps, servers: 4, placement: dedicated, sharding: {}}}]", sharding), "", 4,
+            small);
+    EXPECT_DOUBLE_EQ(r.ps_max_server_bytes, 4 * 2e6);
+    EXPECT_DOUBLE_EQ(r.ps_mean_server_bytes, 4 * 2e6);
+  }
+  TrainingResult range = run("[{name: ps, servers: 4, placement: dedicated}]", "", 4, small);
+  EXPECT_DOUBLE_EQ(range.ps_max_server_bytes, 4 * 2e6);  // 8 MB sliced in 4 ranges of 2 MB
+}

@@ -13,8 +13,9 @@ class PsStep : public StepBuilder {
  public:
   explicit PsStep(const PsOptions& o) : o_(o) {}
 
+  // Byte ranges: chunk_size slices; by variable: each layer's gradients are one message to its own server.
   std::vector<Bucket> buckets(const Workload& wl) const override {
-    return make_buckets(wl, o_.chunk, o_.chunk);
+    return o_.sharding == PsSharding::Range ? make_buckets(wl, o_.chunk, o_.chunk) : make_buckets(wl, 0, 0);
   }
 
   TaskId forward_gate(int step) const override {
