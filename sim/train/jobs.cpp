@@ -2,12 +2,8 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "sim/core/interrupt.hpp"
 #include "sim/net/cluster.hpp"
@@ -244,7 +240,6 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     std::vector<LinkLoad> links;
     std::vector<double> bytes;  // per link (runs of one job)
     Time makespan;
-    std::exception_ptr error;
     bool done = false;
   };
   std::vector<Run> runs(n + 1);
@@ -288,39 +283,18 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
       runs[r].links = top_links(engine, machine.topo, makespan, opts.top_links);
     }
   };
-  std::atomic<size_t> next{0}, finished{0};
-  std::mutex progress;
-  auto worker = [&] {
-    for (size_t r; !interrupted() && (r = next++) <= n;) {  // SIGINT/SIGTERM: no new runs
-      try {
-        simulate(n - r);  // the shared run (the longest) first
-        runs[n - r].done = true;
-      } catch (const TimeOverflow&) {
-        try {
-          sc.jobs_where.fail(
-              fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: 2^62 picoseconds); a "
-                          "job's steps, "
-                          "collectives or data loading take too long",
-                          kMaxSimulatedSeconds));
-        } catch (...) {
-          runs[n - r].error = std::current_exception();
-        }
-      } catch (...) {
-        runs[n - r].error = std::current_exception();
-      }
-      if (opts.progress) {
-        std::lock_guard<std::mutex> lock(progress);
-        opts.progress(++finished, n + 1);
-      }
+  // The shared run (the longest) first.
+  std::vector<bool> ran = run_parallel(n + 1, opts.jobs, opts.progress, [&](size_t k) {
+    try {
+      simulate(n - k);
+    } catch (const TimeOverflow&) {
+      sc.jobs_where.fail(
+          fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: 2^62 picoseconds); a "
+                      "job's steps, collectives or data loading take too long",
+                      kMaxSimulatedSeconds));
     }
-  };
-  size_t threads = std::min<size_t>(n + 1, static_cast<size_t>(opts.jobs > 0 ? opts.jobs : usable_cpus()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  for (const Run& r : runs)
-    if (r.error) std::rethrow_exception(r.error);
+  });
+  for (size_t k = 0; k <= n; ++k) runs[n - k].done = ran[k];
   JobsOutcome out;
   out.links = runs[n].links;
   if (!runs[n].done) return out;  // interrupted before the shared run finished: nothing to relate

@@ -361,6 +361,35 @@ const char* loader_name(LoaderKind k) {
   return "?";
 }
 
+std::vector<bool> run_parallel(size_t count, int threads,
+                               const std::function<void(size_t done, size_t total)>& progress,
+                               const std::function<void(size_t)>& task) {
+  std::vector<uint8_t> ran(count, 0);  // (not vector<bool>: threads write distinct elements)
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<size_t> next{0}, finished{0};
+  std::mutex lock;  // progress is called one at a time
+  auto worker = [&] {
+    for (size_t k; !interrupted() && (k = next++) < count;) {  // SIGINT/SIGTERM: no new ones
+      try {
+        task(k);
+        ran[k] = 1;
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+      std::lock_guard<std::mutex> guard(lock);
+      if (progress) progress(++finished, count);
+    }
+  };
+  size_t n = std::min<size_t>(count, static_cast<size_t>(threads > 0 ? threads : usable_cpus()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return std::vector<bool>(ran.begin(), ran.end());
+}
+
 int usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -384,7 +413,6 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     int64_t nodes, gpu_limit;
     bool trace;
     TrainingResult result;
-    std::exception_ptr error;
     bool ran = false;
   };
   std::vector<Job> jobs;
@@ -408,31 +436,11 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     if (reference(jobs[a]) != reference(jobs[b])) return reference(jobs[a]);
     return jobs[a].nodes > jobs[b].nodes;
   });
-  std::atomic<size_t> next{0}, finished{0};
-  std::mutex progress;  // opts.progress is called one at a time
-  auto worker = [&] {
-    for (size_t k; !interrupted() && (k = next++) < jobs.size();) {  // SIGINT/SIGTERM: no new ones
-      Job& j = jobs[order[k]];
-      try {
-        j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
-        j.ran = true;
-      } catch (...) {
-        j.error = std::current_exception();
-      }
-      if (opts.progress) {
-        std::lock_guard<std::mutex> lock(progress);
-        opts.progress(++finished, jobs.size());
-      }
-    }
-  };
-  size_t threads =
-      std::min<size_t>(jobs.size(), static_cast<size_t>(opts.jobs > 0 ? opts.jobs : usable_cpus()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  for (const Job& j : jobs)
-    if (j.error) std::rethrow_exception(j.error);
+  std::vector<bool> ran = run_parallel(jobs.size(), opts.jobs, opts.progress, [&](size_t k) {
+    Job& j = jobs[order[k]];
+    j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
+  });
+  for (size_t k = 0; k < jobs.size(); ++k) jobs[order[k]].ran = ran[k];
   // Every finished simulation whose reference finished (all of them unless interrupted).
   std::vector<TrainingResult> out;
   for (size_t s = 0; s < sc.strategies.size(); ++s) {

@@ -24,6 +24,14 @@ struct TrainingOptions {
 // CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.
 int usable_cpus();
 
+// Runs task(k) for k = 0..count-1 on up to `threads` threads (0: usable_cpus()), taking them in index order,
+// and calls progress(done, count) after each (one call at a time). After SIGINT/SIGTERM it takes no new
+// ones. Rethrows the first task's exception (by index) once every thread has ended; otherwise returns which
+// tasks ran to the end.
+std::vector<bool> run_parallel(size_t count, int threads,
+                               const std::function<void(size_t done, size_t total)>& progress,
+                               const std::function<void(size_t)>& task);
+
 struct TrainingResult {
   std::string strategy;       // the strategy's label
   std::string strategy_name;  // ddp, horovod, zero, ps, ring, ...
