@@ -430,11 +430,12 @@ int calibrate_command(const std::vector<std::string>& args) {
     groups.notes.push_back("summary: " + std::string("held-out: ") + stats_text(stats_of(held)));
     for (const auto& [p, list] : held_by_ranks)
       groups.notes.push_back(fmt::format("summary: held-out, np={}: {}", p, stats_text(stats_of(list))));
+    groups.notes.push_back(fmt::format(
+        "summary: held-out, not oversubscribed (GPU ranks, or CPU ranks per node <= {} cores): {}", cores,
+        stats_text(stats_of(held_plain))));
     groups.notes.push_back(
-        fmt::format("summary: held-out, not oversubscribed (ranks per node <= {} cores): {}", cores,
-                    stats_text(stats_of(held_plain))));
-    groups.notes.push_back(fmt::format("summary: held-out, oversubscribed (ranks per node > {} cores): {}",
-                                       cores, stats_text(stats_of(held_over))));
+        fmt::format("summary: held-out, oversubscribed (CPU ranks per node > {} cores: MPI kernels, OSU): {}",
+                    cores, stats_text(stats_of(held_over))));
     groups.notes.push_back("summary: fit set, replayed: " + stats_text(stats_of(fitted)));
     groups.notes.push_back(fmt::format("explained (median |error| <= {}): {}", kExplained, join(explained)));
     groups.notes.push_back(fmt::format("not explained: {}", join(unexplained)));
