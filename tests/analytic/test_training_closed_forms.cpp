@@ -244,6 +244,17 @@ TEST(TrainingClosedForms, LoaderSpreadIsDrawnApartFromComputeJitter) {
   EXPECT_NEAR(run("[ddp]", loader, 1, shared).step_time_s, 0.1, 0.05 * 0.1);
 }
 
+// Bytes each directed link carried (by name) in the one run of a scenario given as text, at `nodes`.
+std::map<std::string, double> link_bytes(const std::string& text, int64_t nodes) {
+  Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
+  TrainingOptions opts;
+  opts.top_links = 64;
+  std::map<std::string, double> out;
+  std::vector<TrainingResult> results = run_training(sc, {nodes}, opts);  // (kept: the loop reads into it)
+  for (const LinkLoad& l : results.at(0).links) out[l.link] = l.bytes;
+  return out;
+}
+
 TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // Layers of 30, 10, 10 and 10 MB of gradients (7.5e6, 2.5e6, 2.5e6, 2.5e6 FP32 parameters), k = 2
   // dedicated servers, p = 4 workers, 4 simulated steps (1 warm-up + 3). Each variable goes whole to one
@@ -266,12 +277,7 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
         "  steps: 3\n"
         "strategies: [{{name: ps, servers: 2, sharding: {}}}]\n",
         sharding);
-    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
-    TrainingOptions opts;
-    opts.top_links = 64;
-    std::map<std::string, double> out;
-    std::vector<TrainingResult> results = run_training(sc, {4}, opts);
-    for (const LinkLoad& l : results.at(0).links) out[l.link] = l.bytes;
+    std::map<std::string, double> out = link_bytes(text, 4);
     return std::vector<double>{out["server0 > switch"], out["server1 > switch"], out["switch > server0"]};
   };
   std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range");
@@ -301,13 +307,7 @@ TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {
         "  steps: 3\n"
         "strategies: [{{name: ps, servers: 1, chunk_size: 100MB, local_aggregation: {}}}]\n",
         local);
-    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
-    TrainingOptions opts;
-    opts.top_links = 64;
-    std::vector<TrainingResult> results = run_training(sc, {2}, opts);
-    std::map<std::string, double> out;
-    for (const LinkLoad& l : results.at(0).links) out[l.link] = l.bytes;
-    return out;
+    return link_bytes(text, 2);
   };
   std::map<std::string, double> plain = loads(false), local = loads(true);
   EXPECT_NEAR(plain["server0 > switch"], 1.28e9, 1);

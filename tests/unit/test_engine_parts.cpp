@@ -155,6 +155,16 @@ CollectiveTask ring_task(const Star& s, double bytes) {
   return c;
 }
 
+// Direct allreduce: every member sends its whole buffer to every other at once (their messages share links).
+CollectiveTask direct_task(const Star& s, double bytes) {
+  CollectiveTask c;
+  c.plan = make_plan(CollectiveShape{
+      .algorithm = Algorithm::Direct, .ranks = static_cast<uint32_t>(s.gpus.size()), .bytes = bytes});
+  c.members = s.gpus;
+  c.isolated = true;
+  return c;
+}
+
 // Ring allreduce on a star: 2(p-1) rounds, each one message of n/p per member on its own cables, so each
 // round takes the route latency (two cables) plus n/(pC).
 TEST(EngineCollectiveExecutor, RingOnStarMatchesClosedFormOnBothPaths) {
@@ -208,10 +218,7 @@ TEST(EngineCollectiveExecutor, SharedLinksFallBackToTheFlowModel) {
   const double n = 4e6, C = 10e9;
   Star s = make_star(p, C, Time());
   CommModel comm;
-  CollectiveTask spec;
-  spec.plan = make_plan(CollectiveShape{.algorithm = Algorithm::Direct, .ranks = p, .bytes = n});
-  spec.members = s.gpus;
-  spec.isolated = true;
+  CollectiveTask spec = direct_task(s, n);
   ExecutorRun fast(s.topo, comm), flow(s.topo, comm);
   Time t_fast = fast.run(spec, true), t_flow = flow.run(spec, false);
   EXPECT_EQ(t_fast, t_flow);
@@ -232,10 +239,7 @@ TEST(EngineCollectiveExecutor, RepeatedContendedCollectiveReplaysTheFlowModelsRu
   const double n = 4e6, C = 10e9;
   Star s = make_star(p, C, Time::us(1));
   CommModel comm;
-  CollectiveTask spec;
-  spec.plan = make_plan(CollectiveShape{.algorithm = Algorithm::Direct, .ranks = p, .bytes = n});
-  spec.members = s.gpus;
-  spec.isolated = true;
+  CollectiveTask spec = direct_task(s, n);
   ExecutorRun replay(s.topo, comm), flow(s.topo, comm);
   Time prev_replay, prev_flow;
   for (int k = 1; k <= 3; ++k) {
