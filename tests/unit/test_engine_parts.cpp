@@ -146,20 +146,12 @@ struct ExecutorRun {
   }
 };
 
-CollectiveTask ring_task(const Star& s, double bytes) {
+// An isolated allreduce of `bytes` per member over every GPU of the star (Ring; Direct: every member sends
+// its whole buffer to every other at once, so its messages share links).
+CollectiveTask allreduce_task(const Star& s, Algorithm algorithm, double bytes) {
   CollectiveTask c;
-  c.plan = make_plan(CollectiveShape{
-      .algorithm = Algorithm::Ring, .ranks = static_cast<uint32_t>(s.gpus.size()), .bytes = bytes});
-  c.members = s.gpus;
-  c.isolated = true;
-  return c;
-}
-
-// Direct allreduce: every member sends its whole buffer to every other at once (their messages share links).
-CollectiveTask direct_task(const Star& s, double bytes) {
-  CollectiveTask c;
-  c.plan = make_plan(CollectiveShape{
-      .algorithm = Algorithm::Direct, .ranks = static_cast<uint32_t>(s.gpus.size()), .bytes = bytes});
+  c.plan = make_plan(
+      CollectiveShape{.algorithm = algorithm, .ranks = static_cast<uint32_t>(s.gpus.size()), .bytes = bytes});
   c.members = s.gpus;
   c.isolated = true;
   return c;
@@ -172,7 +164,7 @@ TEST(EngineCollectiveExecutor, RingOnStarMatchesClosedFormOnBothPaths) {
     const double n = 48e6, C = 25e9;
     Star s = make_star(p, C, Time::us(1));
     CommModel comm;
-    CollectiveTask spec = ring_task(s, n);
+    CollectiveTask spec = allreduce_task(s, Algorithm::Ring, n);
     Time expect = Time::ps(2 * (p - 1) * (Time::us(2) + Time::from_seconds(n / p / C)).picoseconds());
     ExecutorRun flow(s.topo, comm), fast(s.topo, comm);
     EXPECT_EQ(flow.run(spec, false), expect) << p;
@@ -191,7 +183,7 @@ TEST(EngineCollectiveExecutor, RingLinksCarryTwoPMinusOneOverPOfTheBuffer) {
   const double n = 64e6, C = 25e9;
   Star s = make_star(p, C, Time::us(1));
   CommModel comm;
-  CollectiveTask spec = ring_task(s, n);
+  CollectiveTask spec = allreduce_task(s, Algorithm::Ring, n);
   ExecutorRun flow(s.topo, comm), fast(s.topo, comm);
   flow.run(spec, false);
   fast.run(spec, true);
@@ -218,7 +210,7 @@ TEST(EngineCollectiveExecutor, SharedLinksFallBackToTheFlowModel) {
   const double n = 4e6, C = 10e9;
   Star s = make_star(p, C, Time());
   CommModel comm;
-  CollectiveTask spec = direct_task(s, n);
+  CollectiveTask spec = allreduce_task(s, Algorithm::Direct, n);
   ExecutorRun fast(s.topo, comm), flow(s.topo, comm);
   Time t_fast = fast.run(spec, true), t_flow = flow.run(spec, false);
   EXPECT_EQ(t_fast, t_flow);
@@ -239,7 +231,7 @@ TEST(EngineCollectiveExecutor, RepeatedContendedCollectiveReplaysTheFlowModelsRu
   const double n = 4e6, C = 10e9;
   Star s = make_star(p, C, Time::us(1));
   CommModel comm;
-  CollectiveTask spec = direct_task(s, n);
+  CollectiveTask spec = allreduce_task(s, Algorithm::Direct, n);
   ExecutorRun replay(s.topo, comm), flow(s.topo, comm);
   Time prev_replay, prev_flow;
   for (int k = 1; k <= 3; ++k) {
