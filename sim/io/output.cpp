@@ -6,6 +6,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <utility>
 
 #include "sim/core/error.hpp"
 
@@ -191,7 +192,8 @@ void write_table(std::ostream& out, const Report& r) {
   if (r.results.empty()) return;
   std::vector<std::string> cols = r.table_columns;
   if (cols.empty())
-    for (const Field& f : r.results[0]) cols.push_back(f.key);
+    for (const Field& f : r.results[0])
+      if (!f.detail) cols.push_back(f.key);
   std::vector<std::vector<const Field*>> fields(cols.size());
   for (const Record& rec : r.results)
     for (size_t c = 0; c < cols.size(); ++c) {
@@ -237,11 +239,14 @@ void write_table(std::ostream& out, const Report& r) {
 
 void write_csv(std::ostream& out, const Report& r) {
   if (r.results.empty()) return;
-  const Record& first = r.results[0];
-  for (size_t i = 0; i < first.size(); ++i) out << (i ? "," : "") << first[i].key;
+  const char* sep = "";
+  for (const Field& f : r.results[0])
+    if (!f.detail) out << std::exchange(sep, ",") << f.key;
   out << "\n";
   for (const Record& rec : r.results) {
-    for (size_t i = 0; i < rec.size(); ++i) out << (i ? "," : "") << csv_escape(plain(rec[i]));
+    sep = "";
+    for (const Field& f : rec)
+      if (!f.detail) out << std::exchange(sep, ",") << csv_escape(plain(f));
     out << "\n";
   }
 }

@@ -1,7 +1,6 @@
 #pragma once
 // Results as records of named fields, written as an aligned table (people), CSV or JSON (scripts). Dotted
-// keys
-// ("shares.compute") become nested objects in JSON.
+// keys ("shares.compute") become nested objects in JSON.
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -16,6 +15,7 @@ Format parse_format(const std::string& text);  // throws InputError
 struct Field {
   std::string key;
   std::variant<std::string, double, int64_t> value;
+  bool detail = false;  // JSON only (breakdowns per server, per link): not a table or CSV column
 };
 using Record = std::vector<Field>;
 

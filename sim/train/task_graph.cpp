@@ -24,9 +24,10 @@ TaskId TaskGraph::add_compute(uint32_t resource, Time duration, int32_t worker, 
 }
 
 TaskId TaskGraph::add_delay(Time duration, Category category, int32_t worker, int32_t step, uint32_t label,
-                            uint32_t resource) {
+                            uint32_t resource, VertexId at) {
   Task t;
   t.kind = TaskKind::Delay;
+  t.dst = at;
   t.category = category;
   t.resource = resource;
   t.duration = duration;

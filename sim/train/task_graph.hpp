@@ -27,7 +27,7 @@ struct Task {
   Category category = Category::Other;
   uint32_t resource = kNoResource;
   Time duration;                              // Compute, Delay
-  VertexId src = kNoVertex, dst = kNoVertex;  // Transfer
+  VertexId src = kNoVertex, dst = kNoVertex;  // Transfer; dst of a Delay: the host it runs on, if any
   double bytes = 0;                           // Transfer
   uint32_t collective = UINT32_MAX;           // Collective: index into TaskGraph::collectives
   int32_t worker = -1;                        // for metrics: the worker this task belongs to
@@ -53,8 +53,9 @@ class TaskGraph {
  public:
   TaskId add(const Task& t);
   TaskId add_compute(uint32_t resource, Time duration, int32_t worker, int32_t step, uint32_t label = 0);
+  // `at`: the host whose CPU does the work (parameter servers' sums and updates), for per-server metrics.
   TaskId add_delay(Time duration, Category category, int32_t worker, int32_t step, uint32_t label = 0,
-                   uint32_t resource = kNoResource);
+                   uint32_t resource = kNoResource, VertexId at = kNoVertex);
   TaskId add_transfer(VertexId src, VertexId dst, double bytes, int32_t worker, int32_t step,
                       uint32_t label = 0);
   TaskId add_collective(CollectiveTask c, int32_t step, uint32_t label = 0);

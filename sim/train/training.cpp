@@ -110,15 +110,16 @@ class Builder {
                             : 0;
     out.step_end.assign(p_, {});
     ctx.step_end.assign(p_, out.broadcast);
+    ctx.backward.assign(p_, {});
     std::vector<std::vector<TaskId>> forwards(p_);
     uint32_t l_load = g.label("load batch"), l_fwd = g.label("forward"), l_bwd = g.label("backward");
     g.label("optimizer update");  // interned here so that trace label ids stay in this order
     out.preprocessing_label = g.label("gpu preprocessing");
     int steps = wl_.warmup + wl_.steps;
     ctx.buckets = strategy_.buckets(wl_);
+    const bool layerwise = strategy_.pulls_gate_forward();
     for (int k = 0; k < steps; ++k) {
       ctx.step = k;
-      ctx.backward.assign(p_, {});
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
         double y = lognormal_factor(ls.fs_cv, normal01(seed_, w, static_cast<uint64_t>(k), 2));
@@ -139,13 +140,38 @@ class Builder {
             first = pre;
           }
         }
-        TaskId fwd = g.add_compute(ctx.gpu[w], Time::from_seconds(forward_time() * j),
-                                   static_cast<int32_t>(w), k, l_fwd);
-        g.depend(first, fwd);
-        g.depend(ctx.step_end[w], fwd);
-        if (TaskId gate = strategy_.forward_gate(k); gate != kNoTask) g.depend(gate, fwd);
+        TaskId gate = strategy_.forward_gate(k), fwd = kNoTask;
+        if (!layerwise) {
+          fwd = g.add_compute(ctx.gpu[w], Time::from_seconds(forward_time() * j), static_cast<int32_t>(w), k,
+                              l_fwd);
+          g.depend(first, fwd);
+          g.depend(ctx.step_end[w], fwd);
+          if (gate != kNoTask) g.depend(gate, fwd);
+        } else {
+          // The forward pass bucket by bucket (first layers first, so buckets in reverse), each part behind
+          // its own bucket's pulls of the previous step: a layer waits only for its own parameters, and the
+          // pulls of later layers overlap the forward of earlier ones. The first part follows the previous
+          // step's backward on this GPU (or the initial broadcast).
+          TaskId after = k == 0 ? out.broadcast : ctx.backward[w].back();
+          for (size_t b = ctx.buckets.size(); b-- > 0;) {
+            double t = 0;
+            for (size_t i = ctx.buckets[b].first_layer; i <= ctx.buckets[b].last_layer; ++i)
+              t += layer_time_[i].first;
+            TaskId part =
+                g.add_compute(ctx.gpu[w], Time::from_seconds(t * j), static_cast<int32_t>(w), k, l_fwd);
+            g.depend(fwd == kNoTask ? first : fwd, part);
+            if (fwd == kNoTask) {
+              g.depend(after, part);
+              if (gate != kNoTask) g.depend(gate, part);
+            }
+            if (k > 0)
+              for (TaskId pulled : ctx.pulled[w][b]) g.depend(pulled, part);
+            fwd = part;
+          }
+        }
         forwards[w].push_back(fwd);
         TaskId prev = fwd;
+        ctx.backward[w].clear();
         for (const Bucket& b : ctx.buckets) {
           double t = 0;
           for (size_t i = b.first_layer; i <= b.last_layer; ++i) t += layer_time_[i].second;
@@ -155,6 +181,7 @@ class Builder {
           prev = s;
         }
       }
+      if (layerwise) ctx.pulled.assign(p_, std::vector<std::vector<TaskId>>(ctx.buckets.size()));
       strategy_.build_step(ctx);
       for (uint32_t w = 0; w < p_; ++w) out.step_end[w].push_back(ctx.step_end[w]);
     }
@@ -193,6 +220,71 @@ class Builder {
   uint32_t p_;
   std::vector<std::pair<double, double>> layer_time_;
 };
+
+// Parameter servers, from the measured steps' tasks: per server host (pushes are "push" transfers into it,
+// pulls "pull" transfers out of it; its sums, updates and transport work are delays placed at it), the
+// TrainingResult::PsServer figures, and the busiest and mean server's bytes in.
+void ps_breakdown(const TaskGraph& g, const std::vector<TaskRecord>& rec, const Topology& topo,
+                  const Workload& wl, TrainingResult& r) {
+  const auto& labels = g.labels();
+  auto label = [&](const char* name) {
+    return static_cast<uint32_t>(std::find(labels.begin(), labels.end(), name) - labels.begin());
+  };
+  const uint32_t push = label("push"), pull = label("pull"), agg = label("aggregate"),
+                 upd = label("server update");
+  struct Sums {
+    double bytes = 0, push = 0, queue = 0, compute = 0, transport = 0, pull = 0;
+    size_t pushes = 0, queued = 0, pulls = 0;
+  };
+  std::map<VertexId, Sums> at;
+  // A sum or update waits in the server's queue from the end of its last predecessor (the push, or the
+  // host's receive work) to its start.
+  std::vector<Time> ready(g.size());
+  for (TaskId t = 0; t < g.size(); ++t)
+    for (auto [s, e] = g.successors(t); s != e; ++s) ready[*s] = std::max(ready[*s], rec[t].end);
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const Task& task = g.task(t);
+    if (task.step < wl.warmup) continue;
+    double d = (rec[t].end - rec[t].start).seconds();
+    if (task.kind == TaskKind::Transfer && task.label == push) {
+      Sums& s = at[task.dst];
+      s.bytes += task.bytes;
+      s.push += d;
+      ++s.pushes;
+    } else if (task.kind == TaskKind::Transfer && task.label == pull) {
+      Sums& s = at[task.src];
+      s.pull += d;
+      ++s.pulls;
+    } else if (task.kind == TaskKind::Delay && task.dst != kNoVertex) {
+      Sums& s = at[task.dst];
+      if (task.label == agg || task.label == upd) {
+        s.compute += d;
+        if (task.worker >= 0) {  // a push's sum (sync) or update (async), not the step's update
+          s.queue += (rec[t].start - ready[t]).seconds();
+          ++s.queued;
+        }
+      } else {
+        s.transport += d;
+      }
+    }
+  }
+  const double steps = wl.steps;
+  for (const auto& [host, s] : at) {
+    if (s.pushes == 0) continue;
+    TrainingResult::PsServer out;
+    out.host = topo.vertex(host).name;
+    out.bytes_in = s.bytes / steps;
+    out.push_s = s.push / static_cast<double>(s.pushes);
+    out.queue_s = s.queued ? s.queue / static_cast<double>(s.queued) : 0;
+    out.compute_s = s.compute / steps;
+    out.transport_s = s.transport / steps;
+    out.pull_s = s.pulls ? s.pull / static_cast<double>(s.pulls) : 0;
+    r.ps_max_server_bytes = std::max(r.ps_max_server_bytes, out.bytes_in);
+    r.ps_mean_server_bytes += out.bytes_in;
+    r.ps_servers.push_back(std::move(out));
+  }
+  if (!r.ps_servers.empty()) r.ps_mean_server_bytes /= static_cast<double>(r.ps_servers.size());
+}
 
 // One simulation (`gpu_limit` > 0: on only the first gpu_limit GPUs, a reference smaller than one node).
 TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nodes,
@@ -290,22 +382,7 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
     }
     r.busy_allreduce = sum / p;
   }
-  // Parameter servers: bytes pushed into each server per measured step (pushes are the "push" transfers).
-  if (std::holds_alternative<PsOptions>(st.options)) {
-    const auto& labels = g.labels();
-    const uint32_t push =
-        static_cast<uint32_t>(std::find(labels.begin(), labels.end(), "push") - labels.begin());
-    std::map<VertexId, double> into;
-    for (TaskId t = 0; t < g.size(); ++t) {
-      const Task& task = g.task(t);
-      if (task.kind == TaskKind::Transfer && task.label == push && task.step >= wl.warmup)
-        into[task.dst] += task.bytes / wl.steps;
-    }
-    for (const auto& [server, bytes] : into) {
-      r.ps_max_server_bytes = std::max(r.ps_max_server_bytes, bytes);
-      r.ps_mean_server_bytes += bytes / static_cast<double>(into.size());
-    }
-  }
+  if (std::holds_alternative<PsOptions>(st.options)) ps_breakdown(g, rec, cluster.topo, wl, r);
   r.stats = engine.stats();
   r.links = top_links(engine, cluster.topo, makespan, opts.top_links);
   if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);
@@ -510,6 +587,29 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
     if (has_ps) {  // every row has the keys (one CSV header); 0 for strategies without servers
       rec.push_back({"ps.max_server_bytes_per_step", r.ps_max_server_bytes});
       rec.push_back({"ps.mean_server_bytes_per_step", r.ps_mean_server_bytes});
+      // The slowest server's figures (each the largest over servers), then every server in JSON only.
+      double push = 0, queue = 0, compute = 0, transport = 0, pull = 0;
+      for (const TrainingResult::PsServer& s : r.ps_servers) {
+        push = std::max(push, s.push_s);
+        queue = std::max(queue, s.queue_s);
+        compute = std::max(compute, s.compute_s);
+        transport = std::max(transport, s.transport_s);
+        pull = std::max(pull, s.pull_s);
+      }
+      rec.push_back({"ps.max_push_s", push});
+      rec.push_back({"ps.max_queue_s", queue});
+      rec.push_back({"ps.max_compute_s_per_step", compute});
+      rec.push_back({"ps.max_transport_cpu_s_per_step", transport});
+      rec.push_back({"ps.max_pull_s", pull});
+      for (const TrainingResult::PsServer& s : r.ps_servers) {
+        const std::string k = "ps.servers." + s.host + ".";
+        rec.push_back({k + "bytes_in_per_step", s.bytes_in, true});
+        rec.push_back({k + "push_s", s.push_s, true});
+        rec.push_back({k + "queue_s", s.queue_s, true});
+        rec.push_back({k + "compute_s_per_step", s.compute_s, true});
+        rec.push_back({k + "transport_cpu_s_per_step", s.transport_s, true});
+        rec.push_back({k + "pull_s", s.pull_s, true});
+      }
     }
     if (stats) {
       rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});

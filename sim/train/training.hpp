@@ -53,6 +53,14 @@ struct TrainingResult {
   // Parameter servers: per measured step, the bytes pushed into the busiest server and into the mean one
   // (their ratio shows how unevenly the sharding loads the servers); 0 for other strategies.
   double ps_max_server_bytes = 0, ps_mean_server_bytes = 0;
+  // Where a PS step goes, per server host (per measured step; means over its messages): bytes pushed in, a
+  // push on the wire (contention included), a received push's wait for the host's accumulator (the server
+  // queue), the host's CPU seconds summing and updating and in the transport's host work, a pull on the wire.
+  struct PsServer {
+    std::string host;
+    double bytes_in = 0, push_s = 0, queue_s = 0, compute_s = 0, transport_s = 0, pull_s = 0;
+  };
+  std::vector<PsServer> ps_servers;
   EngineStats stats;
   std::vector<LinkLoad> links;  // the most-loaded links (TrainingOptions::top_links)
 };

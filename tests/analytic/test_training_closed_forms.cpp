@@ -159,6 +159,23 @@ TEST(TrainingClosedForms, ParameterServerHostSoftwareCostQueuesOnTheServersCores
   }
 }
 
+TEST(TrainingClosedForms, ParameterServerPullsOverlapTheNextForward) {
+  // One worker, one dedicated server, sharding by variable (each layer one message). Two layers: A first
+  // with n_A = 4 KB of gradients, B last with n_B = 40 MB; forward 1 ms each (f_A, f_B), backward 2 ms each
+  // (b_A, b_B). From the start of B's forward: B's backward ends at f_B + b_B, its push and then its pull
+  // take n_B/B + l each. A's push (after b_A) and pull are tiny, so the next step's forward of A runs while
+  // B's pull is still on the wire; B's forward then waits only for B's pull. A's pull shares the server's
+  // downlink with B's for a moment, which delays B's by n_A/B. Step (B forward to B forward):
+  //   layer-wise: f_B + b_B + 2·(n_B/B + l) + n_A/B
+  // where a forward that waited for every pull of the step would add f_A (1 ms) to it.
+  const double nA = 4e3, nB = 40e6;
+  TrainingResult r = run("[{name: ps, servers: 1, placement: dedicated, sharding: round-robin}]", "", 1,
+                         {"workload.model.layers=[{name: a, params: 1000, forward_flops: 19.5GFLOP}, "
+                          "{name: b, params: 10000000, forward_flops: 19.5GFLOP}]"});
+  double want = 1e-3 + 2e-3 + 2 * (nB / kB + kLink) + nA / kB;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
 TEST(TrainingClosedForms, ColocatedServersShareTheirHostsCpu) {
   // One worker node holding all k colocated servers: they share its CPU (one accumulator at R = 10 GB/s), so
   // k = 8 shards take as long as one: sums n/R and the update 4/3·n/R in total, whatever k. (Each server

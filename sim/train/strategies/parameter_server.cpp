@@ -24,6 +24,9 @@ class PsStep : public StepBuilder {
   }
 
   bool collective_kernels() const override { return false; }
+  // Workers read each variable from its server when the forward reaches it (TensorFlow's recv ops of PS
+  // variables, MXNet's and BytePS's per-layer pulls), so pulls overlap the forward pass.
+  bool pulls_gate_forward() const override { return true; }
 
   void build_step(StepContext& ctx) override {
     TaskGraph& g = ctx.graph;
@@ -32,17 +35,19 @@ class PsStep : public StepBuilder {
     const int k = ctx.step;
     const bool sync = o_.mode == PsMode::Sync;
     const HostTransport& transport = c.comm.transports.at(o_.transport);
+    const bool layerwise = !ctx.pulled.empty();
     if (accumulator_.empty()) add_resources(g, c);
     uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
              l_upd = g.label("server update");
     uint32_t l_send = transport.free() ? 0 : g.label("host send"),
              l_recv = transport.free() ? 0 : g.label("host receive");
-    // The host CPU work of one message at one end, after `after`; the task itself, or `after` when the
-    // transport spends no host CPU.
-    auto host_work = [&](TaskId after, double bytes, uint32_t cpu, uint32_t w, uint32_t label) {
+    // The host CPU work of one message at one end (`at`: the server's host, or none at a worker), after
+    // `after`; the task itself, or `after` when the transport spends no host CPU.
+    auto host_work = [&](TaskId after, double bytes, uint32_t cpu, uint32_t w, uint32_t label,
+                         VertexId at = kNoVertex) {
       if (transport.free()) return after;
       TaskId t = g.add_delay(Time::from_seconds(transport.cpu_seconds(bytes)), Category::Communication,
-                             static_cast<int32_t>(w), k, label, cpu);
+                             static_cast<int32_t>(w), k, label, cpu, at);
       g.depend(after, t);
       return t;
     };
@@ -86,13 +91,13 @@ class PsStep : public StepBuilder {
           TaskId sent = host_work(ready[w], bytes, worker_cpu(c, w), w, l_send);
           TaskId push = g.add_transfer(c.gpus[w], server, bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(sent, push);
-          TaskId received = host_work(push, bytes, server_cpu_[j], w, l_recv);
+          TaskId received = host_work(push, bytes, server_cpu_[j], w, l_recv, server);
           // sync: the push is summed into the shard's accumulator (12 bytes of traffic per parameter);
           // async/ssp: it is applied to the weights at once, an SGD-momentum update (16 bytes, see below).
           // Servers on one host share its accumulator (its memory bandwidth).
           double cost = (sync ? 1.0 : 4.0 / 3.0) * c.comm.reduce_seconds(bytes, bytes, true);
           aggs[w] = g.add_delay(Time::from_seconds(cost), Category::Communication, static_cast<int32_t>(w), k,
-                                sync ? l_agg : l_upd, acc);
+                                sync ? l_agg : l_upd, acc, server);
           g.depend(received, aggs[w]);
           g.depend(aggs[w], barrier);
         }
@@ -102,19 +107,21 @@ class PsStep : public StepBuilder {
           // 4-byte parameter, where a sum moves 12 (two operands read, one written): 4/3 of summing the shard
           // at the CPU's reduction rate (free when the cluster gives none).
           upd = g.add_delay(Time::from_seconds(4.0 / 3.0 * c.comm.reduce_seconds(bytes, bytes, true)),
-                            Category::Communication, -1, k, l_upd, acc);
+                            Category::Communication, -1, k, l_upd, acc, server);
           for (uint32_t w = 0; w < p; w += G) g.depend(aggs[w], upd);
         }
         for (uint32_t w = 0; w < p; w += G) {
-          TaskId sent = host_work(upd != kNoTask ? upd : aggs[w], bytes, server_cpu_[j], w, l_send);
+          TaskId sent = host_work(upd != kNoTask ? upd : aggs[w], bytes, server_cpu_[j], w, l_send, server);
           TaskId pull = g.add_transfer(server, c.gpus[w], bytes, static_cast<int32_t>(w), k, l_pull);
           g.depend(sent, pull);
           TaskId pulled = host_work(pull, bytes, worker_cpu(c, w), w, l_recv);
           pulls[w].push_back(pulled);
+          if (layerwise) ctx.pulled[w][ch].push_back(pulled);
           for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {  // the leader hands the shard on
             TaskId t = g.add_transfer(c.gpus[w], c.gpus[i], bytes, static_cast<int32_t>(i), k, l_fanout);
             g.depend(pulled, t);
             pulls[i].push_back(t);
+            if (layerwise) ctx.pulled[i][ch].push_back(t);
           }
         }
       }

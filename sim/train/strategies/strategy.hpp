@@ -118,6 +118,10 @@ class StepContext {
   std::vector<std::vector<TaskId>> backward;
   // [worker]: in, the previous step's end (the initial broadcast for the first); out, this step's end.
   std::vector<TaskId> step_end;
+  // [worker][bucket], for step builders whose pulls gate the next forward (StepBuilder::pulls_gate_forward):
+  // out, the tasks after which the bucket's updated parameters are on the worker. The next step's forward
+  // over the bucket's layers waits for them (and for nothing else of this step but the backward).
+  std::vector<std::vector<std::vector<TaskId>>> pulled;
   // One isolated collective of all workers, launched per worker by `launch`; plans are cached per shape.
   TaskId collective(Algorithm a, double bytes, const char* label, std::vector<TaskId> launch,
                     Algorithm inter_node = Algorithm::Ring);
@@ -141,6 +145,10 @@ class StepBuilder {
   virtual std::vector<Bucket> buckets(const Workload& wl) const = 0;
   // A task the forward pass of `step` must wait for (bounded staleness), or kNoTask.
   virtual TaskId forward_gate(int /*step*/) const { return kNoTask; }
+  // Whether the next step's forward waits layer by layer for the parameters this step pulls (StepContext::
+  // pulled), as frameworks that fetch parameters from servers run it (a layer's kernels wait for their own
+  // tensors only), instead of for the whole step's end.
+  virtual bool pulls_gate_forward() const { return false; }
   virtual void build_step(StepContext& ctx) = 0;
   // Whether the strategy's communication runs as collective kernels (their busy share is reported), rather
   // than as host transfers.
