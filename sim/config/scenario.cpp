@@ -38,8 +38,10 @@ void check_transport(const Strategy& st, const ClusterConfig& cluster) {
   if (!ps || cluster.comm.transports.count(ps->transport)) return;
   std::vector<std::string> names;
   for (const auto& [name, t] : cluster.comm.transports) names.push_back(name);
-  ps->transport_where.fail(fmt::format("unknown transport \"{}\" ({}; add one under cluster.comm.transports)",
-                                       ps->transport, fmt::join(names, ", ")));
+  std::string hint = did_you_mean(ps->transport, names);
+  ps->transport_where.fail(
+      fmt::format("unknown transport \"{}\" ({}{}; add one under cluster.comm.transports)", ps->transport,
+                  hint.empty() ? "" : fmt::format("did you mean \"{}\"? ", hint), fmt::join(names, ", ")));
 }
 
 BackgroundSpec parse_background(const YamlNode& n) {

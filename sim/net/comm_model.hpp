@@ -58,9 +58,23 @@ struct CommModel {
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.
   double goodput_inter = 1;
-  // Named host transports (`transport:` of a strategy): the built-in ideal, rdma and nccl, plus the comm
-  // map's `transports:`.
-  std::map<std::string, HostTransport> transports = {{"ideal", {}}, {"rdma", {}}, {"nccl", {}}};
+  // Named host transports (`transport:` of a strategy): the built-in ones below, plus the comm map's
+  // `transports:` (which may redefine them).
+  //   ideal, rdma, nccl: no host CPU (the NIC or the GPU moves the bytes).
+  //   grpc: TensorFlow's gRPC over kernel TCP. Biswas, Lu and Panda, "Designing a Micro-Benchmark Suite to
+  //     Evaluate gRPC for TensorFlow: Early Experiences" (BPOE-9 at ASPLOS 2018, arXiv:1804.01138): large
+  //     payloads reach ~2.4 GB/s over 40GbE and over IPoIB EDR alike (Fig. 11), so the host, not the wire,
+  //     sets the rate: 2.4 GB/s per core at each end. A 64 KB echo takes ~102 us over 40GbE against ~58 us
+  //     over their RDMA gRPC (Fig. 7): the kernel TCP path adds ~44 us per round trip, two messages of two
+  //     ends each, so ~11 us per message at each end.
+  //   tcp: plain kernel TCP sockets (Gloo, MPI over TCP): ~25 Gb/s = 3.1 GB/s per core ("DCTCP needs a
+  //     minimum of 4 cores to saturate 100Gbps NIC", Agarwal et al., "Host Congestion Control", SIGCOMM
+  //     2023); the per-message cost is not given there (0).
+  std::map<std::string, HostTransport> transports = {{"ideal", {}},
+                                                     {"rdma", {}},
+                                                     {"nccl", {}},
+                                                     {"grpc", {Time::from_seconds(11e-6), 2.4e9}},
+                                                     {"tcp", {Time(), 3.125e9}}};
   // Seconds to reduce `bytes` arriving in operands of `operand` bytes each, on a CPU or a GPU.
   double reduce_seconds(double bytes, double operand, bool cpu) const {
     for (const ReduceRange& r : reduce)

@@ -157,6 +157,14 @@ TEST(TrainingClosedForms, ParameterServerHostSoftwareCostQueuesOnTheServersCores
     double want = std::max(kForward + kBackward + 4 * c, 2 * 4 * c / h);
     EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
   }
+  // The built-in grpc transport (11 us and 2.4 GB/s per core at each end), with h = 4 cores: the same
+  // formula with c = 11 us + n / 2.4 GB/s.
+  const double g = 11e-6 + n / 2.4e9;
+  TrainingResult r = run(
+      "[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: grpc, server_cores: 4}]",
+      "", 4, {"cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}"});
+  double want = std::max(kForward + kBackward + 4 * g, 2 * 4 * g / 4);
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
 TEST(TrainingClosedForms, ParameterServerPullsOverlapTheNextForward) {

@@ -232,8 +232,9 @@ TEST(CliErrors, HostTransportsAndCoresAreChecked) {
   // A PS strategy's transport must be one the cluster's comm model names; a transport's per-byte rate and a
   // host's cores must be positive; server_cores describe a dedicated host only.
   const std::string s = "juwels-ps-vs-allreduce.yaml";
-  expect_override_error(s, "strategies=[{name: ps, transport: grpc}]",
-                        "--set: strategies[0].transport: unknown transport \"grpc\" (ideal, nccl, rdma;");
+  expect_override_error(
+      s, "strategies=[{name: ps, transport: grcp}]",
+      "--set: strategies[0].transport: unknown transport \"grcp\" (did you mean \"grpc\"? grpc, ideal,");
   expect_override_error(s, "cluster.comm={transports: {tcp: {overhead: 10us, cpu_rate: 0GB/s}}}",
                         "--set: cluster.comm.transports.tcp.cpu_rate: bandwidth \"0GB/s\" must be positive");
   expect_override_error(s, "cluster.comm={transports: {tcp: {overhead: 10}}}",
