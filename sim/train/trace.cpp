@@ -1,6 +1,7 @@
 #include "sim/train/trace.hpp"
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
@@ -9,7 +10,7 @@
 namespace ddlsim {
 
 void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
-                          const std::vector<TaskRecord>& records, int max_workers) {
+                          const std::vector<TaskRecord>& records, int max_workers, const Topology* topo) {
   using Json = nlohmann::ordered_json;
   Json events = Json::array();
   auto process_name = [&](int pid, const std::string& name) {
@@ -19,10 +20,34 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
   for (int w = 0; w < max_workers; ++w) process_name(w + 1, "worker " + std::to_string(w));
   // Microseconds to the nanosecond, as the trace viewers show them.
   auto micros = [](Time t) { return std::round(t.seconds() * 1e9) / 1e3; };
+  // Hosts doing placed work get threads of the "servers" process (pid max_workers + 1) in order of first use.
+  const int servers_pid = max_workers + 1;
+  std::map<VertexId, int> host_thread;
   for (TaskId t = 0; t < graph.size(); ++t) {
     const Task& task = graph.task(t);
-    if (task.worker >= max_workers) continue;
     if (records[t].end == records[t].start && task.kind != TaskKind::Collective) continue;
+    if (topo && task.kind == TaskKind::Delay && task.dst != kNoVertex) {
+      auto [it, added] = host_thread.emplace(task.dst, static_cast<int>(host_thread.size()));
+      if (it->second >= max_workers) continue;
+      if (added) {
+        if (it->second == 0) process_name(servers_pid, "servers");
+        events.push_back({{"name", "thread_name"},
+                          {"ph", "M"},
+                          {"pid", servers_pid},
+                          {"tid", it->second},
+                          {"args", {{"name", topo->vertex(task.dst).name}}}});
+      }
+      events.push_back({{"name", graph.labels()[task.label]},
+                        {"cat", "server"},
+                        {"ph", "X"},
+                        {"pid", servers_pid},
+                        {"tid", it->second},
+                        {"ts", micros(records[t].start)},
+                        {"dur", micros(records[t].end - records[t].start)},
+                        {"args", {{"step", task.step}, {"worker", task.worker}}}});
+      continue;
+    }
+    if (task.worker >= max_workers) continue;
     int pid = task.worker < 0 ? 0 : task.worker + 1;
     const char* track = task.category == Category::Compute         ? "gpu"
                         : task.category == Category::Io            ? "loader"

@@ -385,7 +385,7 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
   if (std::holds_alternative<PsOptions>(st.options)) ps_breakdown(g, rec, cluster.topo, wl, r);
   r.stats = engine.stats();
   r.links = top_links(engine, cluster.topo, makespan, opts.top_links);
-  if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64);
+  if (write_trace) write_perfetto_trace(opts.trace_file, built.graph, rec, 64, &cluster.topo);
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -44,6 +45,39 @@ TEST(Trace, RunWritesParsableJson) {
     EXPECT_GE(e["dur"].get<double>(), 0) << e.dump();
   }
   EXPECT_GT(complete, 0u);
+}
+
+TEST(Trace, ParameterServerHostsGetTracksOfTheirOwn) {
+  // Two colocated servers on two nodes (server j on node j's host CPU), over the costly grpc transport: the
+  // "servers" process has one thread per host, named after it, carrying that host's sums, updates and
+  // transport work (host receive / host send), and no worker track carries them.
+  std::string path = temp_path("ps.json");
+  auto o =
+      ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
+                              "/scenarios/juwels-ps-vs-allreduce.yaml' --set 'cluster.nodes=[2]' --set "
+                              "'strategies=[{name: ps, servers: 2, placement: colocated, transport: grpc}]' "
+                              "--format csv --trace '" +
+                              path + "'");
+  ASSERT_EQ(o.status, 0) << o.out;
+  nlohmann::json doc = parse_file(path);
+  std::filesystem::remove(path);
+  int servers_pid = -1;
+  std::set<std::string> threads, names;
+  for (const auto& e : doc["traceEvents"])
+    if (e["name"] == "process_name" && e["args"]["name"] == "servers") servers_pid = e["pid"];
+  ASSERT_GT(servers_pid, 0);
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["pid"] != servers_pid) {
+      if (e["ph"] == "X") {
+        EXPECT_NE(e["name"], "aggregate") << e.dump();
+      }
+      continue;
+    }
+    if (e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
+  }
+  EXPECT_EQ(threads, (std::set<std::string>{"n0.cpu", "n1.cpu"}));
+  EXPECT_EQ(names, (std::set<std::string>{"aggregate", "server update", "host receive", "host send"}));
 }
 
 TEST(Trace, NamesWithQuotesAndBackslashesAreEscaped) {
