@@ -54,25 +54,32 @@ def main():
         runs.append((label, *read_crossover(path)))
     plt = import_pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    top = max([k for _, pts, _ in runs for _, k, _ in pts] + [1]) * 2
     gpus = sorted({g for _, pts, _ in runs for g, _, _ in pts})
-    for label, pts, other in runs:
+    # "No match" markers sit above every plotted count (matched ones and the servers = GPUs line).
+    top = max([k for _, pts, _ in runs for _, k, _ in pts] + gpus) * 2
+    styles = [("o", "-", 8), ("s", "--", 6), ("^", "-.", 5), ("D", ":", 4)]
+    for i, (label, pts, other) in enumerate(runs):
+        marker, dash, size = styles[i % len(styles)]
         matched = [(g, k) for g, k, _ in pts if k > 0]
-        line, = left.plot([g for g, _ in matched], [k for _, k in matched], "o-", label=label)
+        line, = left.plot([g for g, _ in matched], [k for _, k in matched], marker=marker, ls=dash, ms=size,
+                          label=label)
         missed = [g for g, k, _ in pts if k <= 0]
         if missed:
-            left.plot(missed, [top] * len(missed), "^", mfc="none", color=line.get_color())
-        right.plot([g for g, _, _ in pts], [r for _, _, r in pts], "o-", color=line.get_color(), label=label)
+            left.plot(missed, [top * 1.06 ** i] * len(missed), marker=marker, ls="none", ms=size, mfc="none",
+                      color=line.get_color())
+        right.plot([g for g, _, _ in pts], [r for _, _, r in pts], marker=marker, ls=dash, ms=size,
+                   color=line.get_color(), label=label)
     left.plot(gpus, gpus, ":", color="gray", label="servers = GPUs")
+    left.axhline(top / 1.3, color="gray", lw=0.5)
     left.set_yscale("log", base=2)
     left.set_ylabel("PS servers to match " + (runs[0][2] or "the allreduce"))
-    left.set_title("open ▲: no server count tried matched")
+    left.set_title("open markers on top: no server count tried matched", fontsize=10)
     right.axhline(1.0, color="gray", lw=0.8)
     right.set_ylabel("best PS step time / " + (runs[0][2] or "allreduce") + " step time")
     for ax in (left, right):
         gpu_axis(ax, gpus, lo=min(gpus), hi=max(gpus))
         ax.grid(True, alpha=0.3)
-    left.legend(fontsize=8)
+    left.legend(fontsize=8, loc="center left")
     if args.title:
         fig.suptitle(args.title)
     fig.tight_layout()
