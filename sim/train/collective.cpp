@@ -69,6 +69,53 @@ class RingPlan : public CollectivePlan {
   bool scatter_;
 };
 
+// A ring allreduce as `channels` rings in parallel over the same members (node-major: member r is local rank
+// r % G of node r / G), each carrying n / channels. Channel c visits every node's ranks starting at local
+// rank o_c = c·G / channels, so it enters node k+1 at o_c from the rank before o_c on node k: with one
+// channel per NIC, every NIC sends and receives one inter-node stream. Inside a node a rank's successor is
+// the next local rank in every channel but the one it leaves the node in, so a member sends at most two
+// messages per round (the channels to the same peer merged into one), and reduces channels chunks of
+// n / (p·channels).
+class ChannelRingPlan : public CollectivePlan {
+ public:
+  ChannelRingPlan(uint32_t p, uint32_t per_node, uint32_t channels, double n)
+      : CollectivePlan(p, 2 * (p - 1), n), g_(per_node), c_(channels) {}  // two nodes or more
+  void sends(uint32_t r, uint32_t, std::vector<Send>& out) const override {
+    size_t first = out.size();
+    const double chunk = bytes_ / members_ / c_;
+    for (uint32_t c = 0; c < c_; ++c) {
+      uint32_t next = successor(r, c);
+      auto it = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                             [&](const Send& x) { return x.peer == next; });
+      if (it == out.end())
+        out.push_back({next, chunk});
+      else
+        it->bytes += chunk;
+    }
+  }
+  // The channel entering the node at r (offsets are distinct, so at most one) comes from the previous node;
+  // every other channel from the rank before r in its node (two nodes or more: never the same member).
+  uint32_t receives(uint32_t r, uint32_t) const override {
+    uint32_t entries = 0;
+    for (uint32_t c = 0; c < c_; ++c) entries += r % g_ == offset(c) ? 1 : 0;
+    return entries + (entries < c_ ? 1 : 0);
+  }
+  double reduce_bytes(uint32_t, uint32_t s) const override {
+    return s < members_ - 1 ? bytes_ / members_ : 0;
+  }
+  double reduce_operand(uint32_t, uint32_t) const override { return bytes_ / members_ / c_; }
+  uint32_t round_class(uint32_t s) const override { return s < members_ - 1 ? 0 : 1; }
+
+ private:
+  uint32_t offset(uint32_t c) const { return c * g_ / c_; }
+  uint32_t successor(uint32_t r, uint32_t c) const {
+    uint32_t node = r / g_, local = r % g_, o = offset(c);
+    if (local != (o + g_ - 1) % g_) return node * g_ + (local + 1) % g_;
+    return (node + 1) % (members_ / g_) * g_ + o;
+  }
+  uint32_t g_, c_;
+};
+
 // Rabenseifner. Non-powers of two: the `extra` ranks above the largest power of two q first hand their buffer
 // to rank r-q (which reduces it) and get the result back at the end.
 class HalvingDoublingPlan : public CollectivePlan {
@@ -390,6 +437,9 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   uint32_t p = c.ranks;
   switch (c.algorithm) {
     case Algorithm::Ring:
+      if (c.channels > 1 && c.ranks_per_node > 1 && p % c.ranks_per_node == 0 && p > c.ranks_per_node)
+        return std::make_unique<ChannelRingPlan>(p, c.ranks_per_node, std::min(c.channels, c.ranks_per_node),
+                                                 c.bytes);
       return std::make_unique<RingPlan>(p, c.bytes, true, true);
     case Algorithm::ReduceScatter:
       return std::make_unique<RingPlan>(p, c.bytes, true, false);

@@ -68,6 +68,10 @@ struct CollectiveShape {
   Algorithm inter_node = Algorithm::Ring;  // for Hierarchical: the allreduce between nodes
   // For inter_node Auto: one inter-node message's overhead (s) and one flow's rate (bytes/s).
   double alpha = 0, rate = 0;
+  // For Ring across nodes: rings in parallel (NCCL's channels), n / channels each, channel c entering every
+  // node at local rank c·G/channels (G = ranks_per_node) and leaving it from the rank before, so each channel
+  // crosses between nodes through other GPUs and so other NICs. 1: one ring.
+  uint32_t channels = 1;
 };
 
 // α-β estimate of a plan: per round, the slowest member's α (when it sends) plus the larger of the bytes it

@@ -60,9 +60,16 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
   if (!o.name_only()) {
     if (a.algorithm == Algorithm::Hierarchical)
       o.expect_keys({"name", "label", "inter_node"});
+    else if (a.algorithm == Algorithm::Ring)
+      o.expect_keys({"name", "label", "channels"});
     else
       o.expect_keys({"name", "label"});
     if (o.has("inter_node")) a.inter_node = parse_inter_node(o, "inter_node");
+    if (o.has("channels")) {
+      int64_t v = o.integer("channels");
+      if (v < 1 || v > 64) o.fail("channels", "channels must be between 1 and 64");
+      a.channels = static_cast<uint32_t>(v);
+    }
   }
   s.options = a;
   return s;
@@ -86,6 +93,7 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
                         workload.bytes,
                         ar ? ar->inter_node : Algorithm::Ring};
   price_inter_node(shape, cluster);
+  if (algo == Algorithm::Ring) shape.channels = ring_channels(cluster, ar->channels);
   CollectiveTask task;
   try {
     task.plan = make_plan(shape);

@@ -70,6 +70,54 @@ TEST(ClosedForm, RingAllreduce) {
   }
 }
 
+TEST(ClosedForm, RingChannelsOnAStarChangeNothing) {
+  // gpn = 4 GPUs per "node", each still its own host on its own cable: a ring of 4 channels (one per cable)
+  // sends per round, from every GPU, (C−1)/C·n/p to the next GPU of its node and n/(pC) across, both over
+  // the same cable, n/p in all, and receives n/p: the one ring's T = 2(p−1)·(2l + n/(p·B)).
+  for (int p : {8, 16}) {
+    SCOPED_TRACE(p);
+    double want = 2.0 * (p - 1) * (2 * kL + kN / (p * kB));
+    expect_rel(run(p, "ring", "", "allreduce", true, 4).time_s, want);
+    expect_rel(run(p, "ring", "", "allreduce", false, 4).time_s, want);
+    expect_rel(run(p, "{name: ring, channels: 1}", "", "allreduce", true, 4).time_s, want);
+  }
+}
+
+// Two nodes of G = 4 GPUs behind 4 NICs (GPU i uses NIC i, through the PCIe switch) on a star of bandwidth
+// B_nic, an NVSwitch of B_nvl per GPU, no latencies or overheads. A ring of C channels sends per round n/(pC)
+// across nodes through each of C NICs and (C−1)·n/(pC) to the next GPU over NVLink; one ring sends n/p
+// through one NIC. So
+//   T = 2(p−1)·max(n/(pC·B_x), (C−1)·n/(pC·B_nvl)),  B_x = min(B_nic, B_pcie) on the way out
+// and busbw = 2(p−1)/p·n/T = min(C·B_x, C/(C−1)·B_nvl): the NICs' sum, or NVLink when it binds.
+TEST(ClosedForm, RingChannelsDriveEveryNic) {
+  auto busbw = [](const std::string& nvl, const std::string& pcie, const std::string& nic,
+                  const std::string& strategy) {
+    std::string text = fmt::format(
+        "name: channels\n"
+        "cluster:\n"
+        "  nodes: 2\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: 4, nics: 4, gpu_link: {{kind: nvswitch, bandwidth: {}, latency: 0us}},\n"
+        "         pcie: {{bandwidth: {}, latency: 0us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: {}, latency: 0us}}}}\n"
+        "workload: {{collective: allreduce, bytes: 100MB}}\n"
+        "strategies: [{}]\n",
+        nvl, pcie, nic, strategy);
+    Scenario sc = scenario_from(text);
+    return run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{true}).busbw;
+  };
+  // NIC-bound: B_nic = 25 GB/s, PCIe and NVLink far faster: C·B_nic, one channel per NIC by default.
+  const double nic = 25e9;
+  expect_rel(busbw("1000GB/s", "10000GB/s", "25GB/s", "ring"), 4 * nic);
+  expect_rel(busbw("1000GB/s", "10000GB/s", "25GB/s", "{name: ring, channels: 2}"), 2 * nic);
+  expect_rel(busbw("1000GB/s", "10000GB/s", "25GB/s", "{name: ring, channels: 1}"), nic);
+  // NVLink-bound: B_nvl = 25 GB/s, B_pcie = 20 GB/s (slower, so GPU-to-GPU traffic takes NVLink), B_nic far
+  // faster: with 4 channels 4/3·B_nvl = 33.3 GB/s (the crossing needs only n/(4p·B_pcie)); one ring's n/p
+  // crossing through PCIe binds instead: B_pcie.
+  expect_rel(busbw("25GB/s", "20GB/s", "1000GB/s", "ring"), 4.0 / 3.0 * 25e9);
+  expect_rel(busbw("25GB/s", "20GB/s", "1000GB/s", "{name: ring, channels: 1}"), 20e9);
+}
+
 TEST(ClosedForm, RingAllreduceWithGamma) {
   // γ = 1/R with R = reduce_bandwidth_gpu = 50 GB/s; the p−1 reduce-scatter steps each reduce n/p bytes:
   // T = 2(p−1)·(2l + n/(p·B)) + (p−1)·(n/p)·γ

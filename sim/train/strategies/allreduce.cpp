@@ -30,6 +30,13 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
   if (o.has("fusion_threshold")) a.bucket = a.first_bucket = positive_bytes(o, "fusion_threshold");
   if (o.has("cycle_time")) a.cycle_time = latency_option(o, "cycle_time").seconds();
   if (o.has("overlap")) a.overlap = o.boolean("overlap");
+  if (o.has("channels")) {
+    int64_t v = o.integer("channels");
+    if (v < 1 || v > 64) o.fail("channels", "channels must be between 1 and 64");
+    if (a.algorithm != Algorithm::Ring)
+      o.fail("channels", "channels apply to the ring algorithm only (hierarchical runs one ring per GPU)");
+    a.channels = static_cast<uint32_t>(v);
+  }
 }
 
 class AllreduceStep : public StepBuilder {
@@ -58,7 +65,8 @@ class AllreduceStep : public StepBuilder {
         return g.add_delay(Time::from_seconds(o_.cycle_time / 2 + rounds * lat), Category::Communication, -1,
                            k, g.label("horovod negotiation"));
       };
-    TaskId last = ctx.bucket_collectives(o_.algorithm, "allreduce", prev_, o_.inter_node, negotiation);
+    TaskId last =
+        ctx.bucket_collectives(o_.algorithm, "allreduce", prev_, o_.inter_node, negotiation, o_.channels);
     uint32_t l_upd = g.label("optimizer update");
     for (uint32_t w = 0; w < p; ++w) {
       TaskId upd = g.add_compute(ctx.gpu[w], Time::from_seconds(ctx.update_time(1.0)),

@@ -11,11 +11,14 @@
 namespace ddlsim {
 
 const std::vector<StrategyEntry>& strategy_registry() {
-  static const std::vector<std::string> flat = {"bucket_size", "overlap", "inter_node"};
+  static const std::vector<std::string> flat = {"bucket_size", "overlap", "inter_node", "channels"};
   static const std::vector<StrategyEntry> entries = {
-      {"ddp", {"bucket_size", "first_bucket", "algorithm", "inter_node"}, configure_ddp, allreduce_builder},
+      {"ddp",
+       {"bucket_size", "first_bucket", "algorithm", "inter_node", "channels"},
+       configure_ddp,
+       allreduce_builder},
       {"horovod",
-       {"fusion_threshold", "cycle_time", "hierarchical", "algorithm", "inter_node"},
+       {"fusion_threshold", "cycle_time", "hierarchical", "algorithm", "inter_node", "channels"},
        configure_horovod,
        allreduce_builder},
       {"zero", {"stage", "bucket_size"}, configure_zero, zero_builder},
@@ -108,6 +111,16 @@ void price_inter_node(CollectiveShape& shape, const Cluster& cluster) {
   shape.rate = cost.rate;
 }
 
+uint32_t ring_channels(const Cluster& cluster, uint32_t requested) {
+  if (requested > 0) return requested;
+  std::vector<VertexId> nics;
+  for (size_t i = 0; i < cluster.gpus.size() && i < static_cast<size_t>(cluster.gpus_per_node); ++i) {
+    VertexId nic = cluster.topo.vertex(cluster.gpus[i]).nic;
+    if (std::find(nics.begin(), nics.end(), nic) == nics.end()) nics.push_back(nic);
+  }
+  return std::max<uint32_t>(1, static_cast<uint32_t>(nics.size()));
+}
+
 bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
   double link_rate = std::numeric_limits<double>::infinity(), latency = 0, alpha = 0, gamma = 0;
   for (const DirectedLink& l : cluster.topo.links()) {
@@ -172,12 +185,13 @@ std::vector<Bucket> make_buckets(const Workload& wl, double cap, double first_ca
 }
 
 TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std::vector<TaskId> launch,
-                               Algorithm inter_node) {
+                               Algorithm inter_node, uint32_t channels) {
   auto key = std::make_pair(static_cast<int>(a), bytes);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     CollectiveShape shape{a, workers, static_cast<uint32_t>(cluster.gpus_per_node), 0, bytes, inter_node};
     price_inter_node(shape, cluster);
+    if (a == Algorithm::Ring) shape.channels = ring_channels(cluster, channels);
     std::shared_ptr<const CollectivePlan> plan = make_plan(shape);
     bool safe = fast_path_safe(*plan, cluster);
     it = plans_.emplace(key, std::make_pair(std::move(plan), safe)).first;
@@ -191,14 +205,14 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
 }
 
 TaskId StepContext::bucket_collectives(Algorithm a, const char* label, TaskId& prev, Algorithm inter_node,
-                                       const std::function<TaskId(size_t)>& gate) {
+                                       const std::function<TaskId(size_t)>& gate, uint32_t channels) {
   TaskId last = kNoTask;
   for (size_t b = 0; b < buckets.size(); ++b) {
     TaskId g = gate ? gate(b) : kNoTask;
     std::vector<TaskId> launch(workers, g);
     if (g == kNoTask)
       for (uint32_t w = 0; w < workers; ++w) launch[w] = backward[w][b];
-    TaskId coll = collective(a, buckets[b].bytes, label, std::move(launch), inter_node);
+    TaskId coll = collective(a, buckets[b].bytes, label, std::move(launch), inter_node, channels);
     TaskId first = g != kNoTask ? g : coll;  // what the bucket's backward passes and the previous one gate
     for (uint32_t w = 0; w < workers; ++w) graph.depend(backward[w][b], first);
     if (g != kNoTask) graph.depend(g, coll);

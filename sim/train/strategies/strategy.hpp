@@ -28,6 +28,7 @@ struct AllreduceOptions {
   bool overlap = true;
   double cycle_time = 0;  // Horovod: background thread period (s)
   bool negotiation = false;
+  uint32_t channels = 0;  // ring across nodes: rings in parallel (NCCL's channels); 0: one per NIC of a node
 };
 
 // ZeRO stages 1 and 2: reduce-scatter of gradients, a sharded update, all-gather of parameters.
@@ -86,6 +87,9 @@ Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 // A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
 // cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
 void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
+// A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
+// of a node leave it through (as NCCL builds at least one ring per NIC), at most the GPUs of a node.
+uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
 // Whether a collective of this plan may be run by the engine's max-plus fast path (CollectiveTask::isolated):
 // false when a bound on its standalone time (per round: the largest α and route latency, the most bytes one
 // member sends over the slowest link, one flow's bound or host rate, the most bytes it reduces at the largest
@@ -124,13 +128,13 @@ class StepContext {
   std::vector<std::vector<std::vector<TaskId>>> pulled;
   // One isolated collective of all workers, launched per worker by `launch`; plans are cached per shape.
   TaskId collective(Algorithm a, double bytes, const char* label, std::vector<TaskId> launch,
-                    Algorithm inter_node = Algorithm::Ring);
+                    Algorithm inter_node = Algorithm::Ring, uint32_t channels = 0);
   // One collective per bucket, in bucket order (each waits for the one before, `prev`, which it updates),
   // each launched on a worker when its backward for the bucket ends, or behind `gate(b)` when that gives a
   // task (Horovod's negotiation). Returns the last collective.
   TaskId bucket_collectives(Algorithm a, const char* label, TaskId& prev,
                             Algorithm inter_node = Algorithm::Ring,
-                            const std::function<TaskId(size_t)>& gate = {});
+                            const std::function<TaskId(size_t)>& gate = {}, uint32_t channels = 0);
   // Seconds of an SGD-momentum update of `fraction` of the parameters on a GPU.
   double update_time(double fraction) const;
 
