@@ -228,6 +228,15 @@ TEST(CliErrors, OverrideIntoListsAndScalarsNamesTheFlag) {
                         "--set: strategies[0].servers: servers must be between 1");
 }
 
+TEST(CliErrors, RingChannelsAreChecked) {
+  // channels: 1..64 rings, and only for the ring algorithm.
+  const std::string s = "juwels-ps-vs-allreduce.yaml";
+  expect_override_error(s, "strategies=[{name: ring, channels: 0}]",
+                        "--set: strategies[0].channels: channels must be between 1 and 64");
+  expect_override_error(s, "strategies=[{name: ddp, algorithm: hierarchical, channels: 2}]",
+                        "--set: strategies[0].channels: channels apply to the ring algorithm only");
+}
+
 TEST(CliErrors, HostTransportsAndCoresAreChecked) {
   // A PS strategy's transport must be one the cluster's comm model names; a transport's per-byte rate and a
   // host's cores must be positive; server_cores describe a dedicated host only.
