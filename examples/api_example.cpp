@@ -17,7 +17,7 @@ int main() {
   sc.cluster.network.kind = FabricKind::Star;
   sc.cluster.network.link = LinkSpec{Rate{12.5e9}, Time::from_seconds(1e-6)};  // 100 Gb/s, 1 us
 
-  sc.training.model = {"resnet50", build_architecture("resnet50"), 110e3, 1281167};
+  sc.training.model = {"resnet50", build_architecture("resnet50"), 110e3, 1281167, {}};
   sc.training.dataset_samples = sc.training.model.dataset_samples;  // one epoch of ImageNet-1k
   sc.training.batch = 64;
   sc.training.precision = Precision::Fp16;

@@ -83,7 +83,8 @@ JobPlacement parse_placement(const YamlNode& n, JobSpec& job) {
 
 // The jobs of one machine: each names a training workload, one strategy, its node count and placement, and
 // a start offset. Nodes are checked against the machine here: counts, explicit indices and overlaps.
-std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int64_t machine) {
+std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, const ClusterConfig& cluster) {
+  const int64_t machine = cluster.node_counts[0];
   std::vector<JobSpec> jobs;
   std::vector<std::string> owner(static_cast<size_t>(machine));
   int64_t total = 0;
@@ -100,7 +101,7 @@ std::vector<JobSpec> parse_jobs(const YamlNode& list, const YamlNode& root, int6
       j.expect_keys({"name", "workload", "strategy", "nodes", "placement", "start"});
       YamlNode workload = j["workload"];
       if (workload.has("collective")) workload["collective"].fail("a job runs a training workload");
-      job.training = parse_workload(workload, root);
+      job.training = parse_workload(workload, root, cluster);
       YamlNode st = j["strategy"];
       std::string name = st.is_scalar() ? st.as_string() : st["name"].as_string();
       job.strategy =
@@ -167,7 +168,7 @@ Scenario parse_scenario(const YamlNode& root) {
     int64_t seed = root.get_int("seed", 1);
     if (seed < 0) root["seed"].fail("seed must be >= 0");
     s.seed = static_cast<uint64_t>(seed);
-    s.jobs = parse_jobs(root["jobs"], root, s.cluster.node_counts[0]);
+    s.jobs = parse_jobs(root["jobs"], root, s.cluster);
     s.jobs_where = root["jobs"].where();
     for (const JobSpec& j : s.jobs)
       if (!j.background) check_transport(j.strategy, s.cluster);
@@ -185,7 +186,7 @@ Scenario parse_scenario(const YamlNode& root) {
   if (workload.has("collective"))
     s.collective = parse_collective(workload);
   else
-    s.training = parse_workload(workload, root);
+    s.training = parse_workload(workload, root, s.cluster);
   if (!s.collective) check_training_time(s.training, s.cluster, workload);
   YamlNode strategies = root["strategies"];
   for (const YamlNode& st : strategies.elements()) {

@@ -18,8 +18,10 @@ Scenario parse_scenario(const YamlNode& root);
 void require_no_jobs(const Scenario& scenario, const std::string& command);
 
 // A training workload map (model, batch, loader, compute, jitter, steps, ...); `root` is the scenario root
-// (steps and warmup_steps may sit there).
-Workload parse_workload(const YamlNode& workload, const YamlNode& root);
+// (steps and warmup_steps may sit there). Without a compute rate (compute.efficiency or samples_per_s), the
+// model file's published throughput on the cluster's GPU at the workload's precision sets samples_per_s
+// (an fp16 entry, mixed precision, also serves bf16); else the efficiency default applies.
+Workload parse_workload(const YamlNode& workload, const YamlNode& root, const ClusterConfig& cluster);
 // Refuses a training workload whose per-worker loads or per-GPU compute alone, over warmup_steps + steps,
 // pass the simulated-time limit (kMaxSimulatedSeconds), naming the key (loader.per_thread, batch_per_gpu...).
 void check_training_time(const Workload& workload, const ClusterConfig& cluster, const YamlNode& node);

@@ -23,7 +23,8 @@ constexpr double kMaxCv = 10;                       // jitter.cv, loader.cv, loa
 constexpr double kMaxEpochs = 1e6;                  // epochs (time_to_train_s stays finite)
 
 Model parse_model(const YamlNode& m) {
-  m.expect_keys({"name", "architecture", "layers", "input", "dataset", "description", "source"});
+  m.expect_keys(
+      {"name", "architecture", "layers", "input", "dataset", "description", "source", "throughput"});
   Model model;
   model.name = m.get_string("name", "model");
   std::optional<YamlNode> arch = m.get("architecture"), layers = m.get("layers");
@@ -63,6 +64,26 @@ Model parse_model(const YamlNode& m) {
       int64_t v = s->as_int();
       if (v < 1 || v > kMaxSamples) s->fail(fmt::format("samples must be between 1 and {}", kMaxSamples));
       model.dataset_samples = static_cast<double>(v);
+    }
+  }
+  if (auto t = m.get("throughput")) {
+    for (const YamlNode& e : t->elements()) {
+      e.expect_keys({"gpu", "precision", "samples_per_s", "batch_per_gpu", "source"});
+      PublishedRate r;
+      r.gpu = parse_gpu(e["gpu"]).name;
+      std::string p = e["precision"].as_string();
+      if (p != "fp32" && p != "tf32" && p != "fp16" && p != "bf16")
+        e["precision"].fail("precision must be fp32, tf32, fp16 or bf16 (the last two serve each other)");
+      r.precision = p;
+      r.samples_per_s = e["samples_per_s"].as_double();
+      if (!(r.samples_per_s > 0) || !std::isfinite(r.samples_per_s))
+        e["samples_per_s"].fail("samples_per_s must be positive");
+      r.batch = e["batch_per_gpu"].as_int();
+      if (r.batch < 1 || r.batch > kMaxBatch)
+        e["batch_per_gpu"].fail(fmt::format("batch_per_gpu must be between 1 and {}", kMaxBatch));
+      r.source = e["source"].as_string();
+      if (r.source.empty()) e["source"].fail("give the source of the number");
+      model.published.push_back(r);
     }
   }
   return model;
@@ -166,10 +187,11 @@ void check_training_time(const Workload& wl, const ClusterConfig& c, const YamlN
                     preprocessing, n, horizon_text()));
   if (!((compute + preprocessing) * n < kMaxSimulatedSeconds)) {
     if (wl.samples_per_s > 0)
-      w["compute"]["samples_per_s"].fail(fmt::format(
-          "a step's compute takes batch_per_gpu / samples_per_s = {:.4g} s; {:g} steps (warmup_steps + "
-          "steps) pass {}",
-          compute, n, horizon_text()));
+      (wl.rate_source.empty() ? w["compute"]["samples_per_s"] : w["model"])
+          .fail(fmt::format(
+              "a step's compute takes batch_per_gpu / samples_per_s = {:.4g} s; {:g} steps (warmup_steps + "
+              "steps) pass {}",
+              compute, n, horizon_text()));
     (w.has("batch_per_gpu") ? w["batch_per_gpu"] : w["model"])
         .fail(fmt::format(
             "a step's compute takes batch_per_gpu x forward_flops x (1 + backward_factor) / (peak x "
@@ -193,7 +215,7 @@ Model load_model(const YamlNode& node) {
   node.fail(fmt::format("no model \"{}\" (looked for models/{}.yaml)", name, name));
 }
 
-Workload parse_workload(const YamlNode& w, const YamlNode& root) {
+Workload parse_workload(const YamlNode& w, const YamlNode& root, const ClusterConfig& cluster) {
   w.expect_keys({"model", "batch_per_gpu", "precision", "dataset_samples", "epochs", "loader", "compute",
                  "jitter", "steps", "warmup_steps", "checkpoint", "gradient_bytes"});
   Workload wl;
@@ -269,6 +291,19 @@ Workload parse_workload(const YamlNode& w, const YamlNode& root) {
           fmt::format("every must be between 1 and {} (steps between checkpoints)", kMaxEvery));
     wl.checkpoint_every = static_cast<int>(every);
     wl.checkpoint_bandwidth = (*c)["bandwidth"].as_rate().value;
+  }
+  std::optional<YamlNode> compute = w.get("compute");
+  if (!compute || (!compute->has("efficiency") && !compute->has("samples_per_s"))) {
+    const std::string p = precision_name(wl.precision);
+    auto mixed = [](const std::string& q) { return q == "fp16" || q == "bf16"; };
+    for (const PublishedRate& r : wl.model.published)
+      if (r.gpu == cluster.gpu.name && (r.precision == p || (mixed(r.precision) && mixed(p)))) {
+        wl.samples_per_s = r.samples_per_s;
+        wl.samples_per_s_where = w.has("model") ? w["model"].where() : w.where();
+        wl.rate_source = fmt::format("{} on {} ({}, batch {}): {:g} samples/s per GPU, {}", wl.model.name,
+                                     r.gpu, r.precision, r.batch, r.samples_per_s, r.source);
+        break;
+      }
   }
   return wl;
 }

@@ -620,6 +620,8 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
   }
   report.notes.push_back(
       "shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
+  if (!wl.rate_source.empty())
+    report.notes.push_back("compute: the model's published rate: " + wl.rate_source);
   return report;
 }
 

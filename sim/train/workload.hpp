@@ -35,8 +35,12 @@ struct Workload {
   Model model;
   int64_t batch = 32;
   Precision precision = Precision::Fp32;
-  double efficiency = 0.4;   // achieved fraction of peak FLOP/s
+  // Achieved fraction of peak FLOP/s, when neither the scenario nor the model file's published throughputs
+  // give a rate for this GPU and precision. 0.4 is a guess (no source): a shipped model's published rates
+  // reach 7-60 % of peak (see models/*.yaml).
+  double efficiency = 0.4;
   double samples_per_s = 0;  // measured single-GPU throughput; overrides efficiency
+  std::string rate_source;   // where samples_per_s came from when a model file's published rate set it
   Where samples_per_s_where;
   double backward_factor = 2;
   double overlap_slowdown = 0;  // compute slowdown while collective kernels are resident on the GPU

@@ -102,6 +102,27 @@ TEST(TrainingClosedForms, ZeroBucketSizeIsInBytes) {
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
+TEST(TrainingClosedForms, PublishedThroughputIsTheDefaultComputeRate) {
+  // One A100 (40 GB) alone, batch 1, no compute rate in the scenario: the model's published rate on that GPU
+  // and precision, R samples/s, sets forward + backward = 1/R; then the optimizer update. fp16 and bf16
+  // serve each other; a given efficiency overrides the table; no entry for the GPU: efficiency 0.4.
+  const std::string table =
+      "workload.model.throughput=[{gpu: a100-40gb, precision: fp32, samples_per_s: 500, batch_per_gpu: 64, "
+      "source: test}, {gpu: a100-40gb, precision: fp16, samples_per_s: 1000, batch_per_gpu: 64, source: "
+      "test}, {gpu: v100, precision: fp32, samples_per_s: 1, batch_per_gpu: 1, source: test}]";
+  const std::string no_rate = "  compute: {backward_factor: 2}\n";
+  TrainingResult fp32 = run("[ddp]", no_rate, 1, {table});
+  EXPECT_NEAR(fp32.step_time_s, 1.0 / 500 + kUpdate, 1e-9);
+  TrainingResult bf16 = run("[ddp]", no_rate, 1, {table, "workload.precision=bf16"});
+  EXPECT_NEAR(bf16.step_time_s, 1.0 / 1000 + kUpdate, 1e-9);
+  TrainingResult given = run("[ddp]", "  compute: {efficiency: 1}\n", 1, {table});
+  EXPECT_NEAR(given.step_time_s, kForward + kBackward + kUpdate, 1e-9);
+  // tf32 has no entry on the A100 here: 0.4 of the TF32 peak (156 TFLOP/s): 4 layers x 19.5 GFLOP x 3 /
+  // (156e12 x 0.4).
+  TrainingResult tf32 = run("[ddp]", no_rate, 1, {table, "workload.precision=tf32"});
+  EXPECT_NEAR(tf32.step_time_s, 4 * 19.5e9 * 3 / (156e12 * 0.4) + kUpdate, 1e-9);
+}
+
 TEST(TrainingClosedForms, SyncParameterServerSumsAndUpdatesOnItsCpu) {
   // One dedicated server, one 40 MB chunk after backward (chunk_size 100 MB), CPU reduction rate R = 10 GB/s.
   // The 4 pushes share the server's link: 4·40 MB / B + l. The server's CPU applies them one by one, 4 sums
