@@ -1,6 +1,7 @@
 // ddlsim: how fast will data-parallel training run on this cluster, with a parameter server or with
 // allreduce?
 #include <yaml-cpp/exceptions.h>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/interrupt.hpp"
 #include "sim/core/output_file.hpp"
 #include "sim/net/topology.hpp"
 
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
   } catch (const ddlsim::OutputError& e) {
     std::fprintf(stderr, "ddlsim: %s\n", e.what());
     return 1;
+  } catch (const ddlsim::Interrupted&) {  // a command with nothing finished to print
+    int sig = ddlsim::interrupt_signal();
+    std::fprintf(stderr, "ddlsim: interrupted by %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    return 128 + sig;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "ddlsim: out of memory: the run needs more than this machine has; try fewer nodes\n");

@@ -66,7 +66,7 @@ void add_link_rows(Report& report, const std::string& strategy, int64_t gpus,
 
 int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override) {
   Scenario sc = load_scenario(path, a.sets);
-  catch_interrupts();  // a first SIGINT/SIGTERM: finish the simulations in flight, print what finished
+  catch_interrupts();  // a first SIGINT/SIGTERM: abandon the simulations in flight, print what finished
   EngineOptions opts;
   opts.fast_collectives = !a.has("no-fast");
   bool stats = a.has("stats");
@@ -102,7 +102,12 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     for (const Strategy& st : sc.strategies)
       for (int64_t n : counts) {
         if (interrupted()) break;
-        CollectiveResult r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
+        CollectiveResult r;
+        try {
+          r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
+        } catch (const Interrupted&) {
+          break;
+        }
         if (links > 0)
           add_link_rows(report, r.strategy, r.gpus, r.links);
         else
@@ -127,7 +132,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   if (int sig = interrupt_signal()) {
     report.notes.push_back(fmt::format(
         "interrupted by {}: the rows above are the simulations that finished (with their reference); the "
-        "others did not run",
+        "others did not finish",
         sig == SIGINT ? "SIGINT" : "SIGTERM"));
     write_report(std::cout, a.format, report);
     std::fprintf(stderr, "ddlsim: interrupted by %s; printed the %zu finished rows\n",

@@ -1,8 +1,17 @@
 #pragma once
-// SIGINT and SIGTERM during a long run: the first one asks the run to stop taking new simulations (those in
-// flight finish), so that the command can print every finished row with a note and exit 128 + the signal;
-// a second one ends the process at once, as the default action would.
+// SIGINT and SIGTERM during a long run: the first one stops the run (no new simulations start, and those in
+// flight are abandoned at the engine's next check, every few thousand events, or the graph builder's next
+// step), so that the command can print every finished row with a note and exit 128 + the signal; a second
+// one ends the process at once, as the default action would.
+#include <stdexcept>
+
 namespace ddlsim {
+
+// Thrown where a simulation in flight notices the signal; run_parallel counts the simulation as not run.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
 
 // Installs the handlers (once; later calls do nothing).
 void catch_interrupts();
@@ -10,6 +19,9 @@ void catch_interrupts();
 int interrupt_signal();
 inline bool interrupted() {
   return interrupt_signal() != 0;
+}
+inline void throw_if_interrupted() {
+  if (interrupted()) throw Interrupted();
 }
 
 }  // namespace ddlsim

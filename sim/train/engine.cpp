@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/core/interrupt.hpp"
+
 namespace ddlsim {
 
 Engine::Engine(const Topology& topo, const CommModel& comm, const TaskGraph& graph, EngineOptions options)
@@ -21,7 +23,8 @@ Time Engine::run() {
   tasks_.begin([this](TaskId t) { start(t); });
   FlowNetwork& net = transport_.net();
   Time last;
-  while (true) {
+  for (uint32_t instants = 0;; ++instants) {
+    if ((instants & 4095) == 0) throw_if_interrupted();  // SIGINT/SIGTERM: abandon this simulation
     Time t = std::min(net.next_completion(), events_.next_time());
     if (t == Time::max()) break;
     if (t.past_limit()) throw_time_overflow();  // (durations and instants within 2^62 ps: no sum wrapped)

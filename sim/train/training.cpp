@@ -119,6 +119,7 @@ class Builder {
     ctx.buckets = strategy_.buckets(wl_);
     const bool layerwise = strategy_.pulls_gate_forward();
     for (int k = 0; k < steps; ++k) {
+      throw_if_interrupted();
       ctx.step = k;
       for (uint32_t w = 0; w < p_; ++w) {
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
@@ -450,6 +451,7 @@ std::vector<bool> run_parallel(size_t count, int threads,
       try {
         task(k);
         ran[k] = 1;
+      } catch (const Interrupted&) {  // abandoned: not run, not an error
       } catch (...) {
         errors[k] = std::current_exception();
       }

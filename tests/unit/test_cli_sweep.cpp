@@ -60,9 +60,10 @@ TEST(CliSweep, JobsRunSimulationsAtOnceWithTheSameResults) {
   EXPECT_NE(bad.out.find("--jobs"), std::string::npos) << bad.out;
 }
 
-// SIGINT during a sweep: the simulations in flight finish, the finished rows (whose reference finished) are
-// printed as complete CSV rows, one line on stderr says so, and the exit status is 128 + 2. The sweep is long
-// enough (nine counts up to 1024 GPUs, one thread) that the signal after 1 s always lands mid-run.
+// SIGINT during a sweep: the simulations in flight are abandoned, the finished rows (whose reference
+// finished) are printed as complete CSV rows, one line on stderr says so, and the exit status is 128 + 2. The
+// sweep is long enough (nine counts up to 1024 GPUs, one thread) that the signal after 1 s always lands
+// mid-run.
 TEST(CliSweep, InterruptPrintsTheFinishedRowsAndExits130) {
   std::string out = testing::TempDir() + "ddlsim-interrupt.csv",
               err = testing::TempDir() + "ddlsim-interrupt.err";
