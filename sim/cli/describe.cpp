@@ -1,10 +1,12 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
 #include <map>
 
 #include "sim/cli/commands.hpp"
 #include "sim/config/cluster.hpp"
 #include "sim/net/cluster.hpp"
+#include "sim/train/strategies/strategy.hpp"
 
 namespace ddlsim::cli {
 
@@ -79,6 +81,16 @@ int describe_command(const std::vector<std::string>& args) {
                              r.gamma_gpu > 0 ? format_rate(Rate{1 / r.gamma_gpu}) : std::string("free"),
                              r.gamma_cpu > 0 ? format_rate(Rate{1 / r.gamma_cpu}) : std::string("free"));
   }
+  if (c.gpus_per_node > 1)
+    std::cout << fmt::format(
+        "  ring across nodes: {} channel(s) by default (one per NIC the GPUs of a node use)\n",
+        ring_channels(c, 0));
+  std::vector<std::string> transports;
+  for (const auto& [name, t] : c.comm.transports)
+    transports.push_back(t.free() ? name + " (free)"
+                                  : fmt::format("{} ({} + {} per core)", name, format_time(t.overhead),
+                                                t.cpu_rate > 0 ? format_rate(Rate{t.cpu_rate}) : "-"));
+  std::cout << fmt::format("  host transports (PS): {}\n", fmt::join(transports, ", "));
   Router router(c.topo);
   auto show = [&](VertexId s, VertexId d) {
     const auto& r = router.route(s, d);
