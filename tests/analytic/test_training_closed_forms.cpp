@@ -308,7 +308,9 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // way, L_j its variables' bytes:
   //   round-robin (creation order): L = {30 + 10, 10 + 10} = {40, 20} MB -> 640 MB and 320 MB;
   //   greedy (least bytes so far):  L = {30, 10 + 10 + 10} = {30, 30} MB -> 480 MB each.
-  // Range sharding splits every chunk over both: 30 MB each as well.
+  // Range sharding splits every chunk over both: 30 MB each as well. Partition sharding sends every chunk
+  // (8 MB at least, cut at layer ends: in backward order the 10, 10, 10 and 30 MB layers, one chunk each)
+  // whole to one server, round robin: L = {10 + 10, 10 + 30} = {20, 40} MB -> 320 MB and 640 MB.
   auto loads = [](const std::string& sharding) {
     std::string text = fmt::format(
         "name: t\n"
@@ -326,7 +328,8 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
     std::map<std::string, double> out = link_bytes(text, 4);
     return std::vector<double>{out["server0 > switch"], out["server1 > switch"], out["switch > server0"]};
   };
-  std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range");
+  std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range"),
+                      partition = loads("partition");
   EXPECT_NEAR(rr[0], 640e6, 1);
   EXPECT_NEAR(rr[1], 320e6, 1);
   EXPECT_NEAR(rr[2], 640e6, 1);
@@ -334,6 +337,8 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   EXPECT_NEAR(greedy[1], 480e6, 1);
   EXPECT_NEAR(range[0], 480e6, 1);
   EXPECT_NEAR(range[1], 480e6, 1);
+  EXPECT_NEAR(partition[0], 320e6, 1);
+  EXPECT_NEAR(partition[1], 640e6, 1);
 }
 
 TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {

@@ -13,9 +13,12 @@ class PsStep : public StepBuilder {
  public:
   explicit PsStep(const PsOptions& o) : o_(o) {}
 
-  // Byte ranges: chunk_size slices; by variable: each layer's gradients are one message to its own server.
+  // Byte ranges and partitions: chunk_size slices; by variable: each layer's gradients are one message to its
+  // own server.
   std::vector<Bucket> buckets(const Workload& wl) const override {
-    return o_.sharding == PsSharding::Range ? make_buckets(wl, o_.chunk, o_.chunk) : make_buckets(wl, 0, 0);
+    return o_.sharding == PsSharding::Range || o_.sharding == PsSharding::Partition
+               ? make_buckets(wl, o_.chunk, o_.chunk)
+               : make_buckets(wl, 0, 0);
   }
 
   TaskId forward_gate(int step) const override {
@@ -78,6 +81,8 @@ class PsStep : public StepBuilder {
       std::vector<uint32_t> targets;
       if (o_.sharding == PsSharding::Range) {
         for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
+      } else if (o_.sharding == PsSharding::Partition) {
+        targets.push_back(static_cast<uint32_t>(ch % K));
       } else {
         if (ctx.buckets[ch].bytes <= 0) continue;  // a layer without parameters of its own
         targets.push_back(variable_server(ctx.workload, ctx.buckets[ch].first_layer));
@@ -224,15 +229,18 @@ void configure_ps(Strategy& s, const OptionReader& o) {
       std::string v = o.text("sharding");
       if (v == "range")
         ps.sharding = PsSharding::Range;
+      else if (v == "partition")
+        ps.sharding = PsSharding::Partition;
       else if (v == "round-robin" || v == "layer")
         ps.sharding = PsSharding::RoundRobin;
       else if (v == "greedy")
         ps.sharding = PsSharding::Greedy;
       else
-        o.fail("sharding", "sharding must be range, round-robin (or layer) or greedy");
-      if (ps.sharding != PsSharding::Range && o.has("chunk_size"))
+        o.fail("sharding", "sharding must be range, partition, round-robin (or layer) or greedy");
+      if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition && o.has("chunk_size"))
         o.fail("chunk_size",
-               "chunk_size slices gradients for sharding: range; by variable, each layer is one message");
+               "chunk_size slices gradients for sharding: range or partition; by variable, each layer is one "
+               "message");
     }
     if (o.has("local_aggregation")) ps.local_aggregation = o.boolean("local_aggregation");
     if (o.has("transport")) {

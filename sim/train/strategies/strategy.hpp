@@ -51,11 +51,12 @@ ServerPlacement parse_server_placement(const OptionReader& options);
 
 enum class PsMode : uint8_t { Sync, Async, Ssp };
 // How gradients map to server shards: `Range` splits every chunk evenly over all servers (MXNet kvstore's
-// slicing of big arrays, BytePS's partitions); the others send each variable (a layer's parameters) whole to
-// one server, as TensorFlow places variables on PS tasks: `RoundRobin` in creation order
-// (replica_device_setter's default), `Greedy` to the server with the fewest bytes so far
+// slicing of big arrays); `Partition` sends every chunk whole to one server, chunks round robin (BytePS's
+// partitions of BYTEPS_PARTITION_BYTES, each a key on one server); the others send each variable (a layer's
+// parameters) whole to one server, as TensorFlow places variables on PS tasks: `RoundRobin` in creation
+// order (replica_device_setter's default), `Greedy` to the server with the fewest bytes so far
 // (GreedyLoadBalancingStrategy with byte sizes).
-enum class PsSharding : uint8_t { Range, RoundRobin, Greedy };
+enum class PsSharding : uint8_t { Range, Partition, RoundRobin, Greedy };
 
 struct PsOptions {
   ServerPlacement placement;
