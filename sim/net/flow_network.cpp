@@ -637,14 +637,28 @@ bool FlowNetwork::grow_region() {
     Flow& fl = flows_[f];
     fl.bottleneck = certify(f);
     if (fl.bottleneck != kUncertified) continue;
-    size_t before = grown_.size();
+    // Each saturated link is scanned once per round and again only for a lower threshold (the flows newly
+    // above it), which adds the flows in the order a scan per region flow would first meet them.
+    double above = fl.trial * (1 + kSlack);
+    bool found = false;
     for (LinkId on : fl.route) {
-      const Link& l = links_[on];  // refreshed by certify
+      Link& l = links_[on];  // refreshed by certify
       if (l.load < l.capacity * (1 - kSlack)) continue;
-      for (FlowId g : l.flows)
-        if (flows_[g].stamp != stamp_ && rate_of(g) > fl.trial * (1 + kSlack)) grown_.push_back(g);
+      bool again = l.scanned == check_;
+      if (!again || above < l.scan_above) {
+        if (!again) l.held_max = 0;
+        for (FlowId g : l.flows) {
+          if (flows_[g].stamp == stamp_) continue;
+          double r = rate_of(g);
+          if (!again) l.held_max = std::max(l.held_max, r);
+          if (r > above && !(again && r > l.scan_above)) grown_.push_back(g);
+        }
+        l.scanned = check_;
+        l.scan_above = above;
+      }
+      found = found || l.held_max > above;
     }
-    stuck = stuck || grown_.size() == before;
+    stuck = stuck || !found;
   }
   for (LinkId lid : region_links_)
     for (FlowId g : links_[lid].flows) {

@@ -118,6 +118,9 @@ class FlowNetwork {
     std::vector<ClassLink> cls_links;
     std::vector<std::pair<LinkId, uint32_t>> in_classes;  // (class link, index in its cls_links)
     uint32_t crossing = 0;                                // class step scratch: members crossing this link
+    uint32_t scanned = 0;  // == check_: grow_region took its held flows above scan_above in this round
+    double scan_above = 0;
+    double held_max = 0;  // the largest rate of a held flow on it (when scanned)
   };
   struct LinkStats {  // kept apart from Link (the solver never reads them), sized at the first flow
     double bytes = 0;
