@@ -20,7 +20,8 @@
 //                                     GPUs) with 4 dedicated servers, 16 nodes with one colocated per node;
 //                                     messages = flows
 // rss_MB is the process's peak resident set so far (getrusage), so cases run from small to large.
-// Usage: bench_engine [--quick]   (--quick shrinks every case, for smoke tests)
+// Usage: bench_engine [--quick] [TEXT]   (--quick shrinks every case, for smoke tests; TEXT runs only the
+// cases whose name contains it)
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -218,37 +219,54 @@ void ps_training_case(const std::string& name, int64_t nodes, const std::string&
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  std::string only;  // a case runs when its name contains it
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--quick")
+      quick = true;
+    else
+      only = argv[i];
+  auto want = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   int64_t small = quick ? 64 : 1024, large = quick ? 1024 : 16384;
   std::printf("case, ranks, messages, wall_s, messages_per_s, rss_MB\n");
+  auto collective = [&](const std::string& name, int64_t nodes, const std::string& strategy, bool fast,
+                        Fabric fabric = Fabric::Star) {
+    if (want(name)) collective_case(name, nodes, strategy, fast, fabric);
+  };
+  auto flownet = [&](size_t links, size_t flows, size_t concurrent) {
+    if (want(fmt::format("flownet-random-{}links-{}active", links, concurrent)))
+      flownet_case(links, flows, concurrent);
+  };
+  auto ps_training = [&](const std::string& name, int64_t nodes, const std::string& strategy) {
+    if (want(name)) ps_training_case(name, nodes, strategy);
+  };
   try {
-    collective_case(fmt::format("ring-{}-fast", small), small, "ring", true);
-    collective_case(fmt::format("ring-{}-flow", small), small, "ring", false);
-    flownet_case(quick ? 256 : 1024, quick ? 20000 : 200000, 64);
-    flownet_case(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
-    collective_case(fmt::format("ps-incast-{}x8-flow", small), small,
-                    "{name: ps, servers: 8, placement: dedicated}", false);
+    collective(fmt::format("ring-{}-fast", small), small, "ring", true);
+    collective(fmt::format("ring-{}-flow", small), small, "ring", false);
+    flownet(quick ? 256 : 1024, quick ? 20000 : 200000, 64);
+    flownet(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
+    collective(fmt::format("ps-incast-{}x8-flow", small), small,
+               "{name: ps, servers: 8, placement: dedicated}", false);
     int64_t alps_nodes = quick ? 16 : 64;
-    collective_case(fmt::format("alps-ring-{}-fast", 4 * alps_nodes), alps_nodes, "ring", true, Fabric::Alps);
-    collective_case(fmt::format("alps-ring-{}-flow", 4 * alps_nodes), alps_nodes, "ring", false,
-                    Fabric::Alps);
+    collective(fmt::format("alps-ring-{}-fast", 4 * alps_nodes), alps_nodes, "ring", true, Fabric::Alps);
+    collective(fmt::format("alps-ring-{}-flow", 4 * alps_nodes), alps_nodes, "ring", false, Fabric::Alps);
     int64_t df = quick ? 64 : 256;
-    collective_case(fmt::format("dragonfly-ring-{}-fast", df), df, "ring", true, Fabric::Dragonfly);
-    collective_case(fmt::format("dragonfly-ring-{}-flow", df), df, "ring", false, Fabric::Dragonfly);
+    collective(fmt::format("dragonfly-ring-{}-fast", df), df, "ring", true, Fabric::Dragonfly);
+    collective(fmt::format("dragonfly-ring-{}-flow", df), df, "ring", false, Fabric::Dragonfly);
     int64_t wide = quick ? 128 : 512;
-    collective_case(fmt::format("ps-incast-{}x8-fattree-flow", small), small,
-                    "{name: ps, servers: 8, placement: dedicated}", false, Fabric::FatTree);
-    collective_case(fmt::format("ps-incast-{}x32-flow", wide), wide,
-                    "{name: ps, servers: 32, placement: dedicated}", false);
-    collective_case(fmt::format("ps-incast-{}x32-fattree-flow", wide), wide,
-                    "{name: ps, servers: 32, placement: dedicated}", false, Fabric::FatTree);
+    collective(fmt::format("ps-incast-{}x8-fattree-flow", small), small,
+               "{name: ps, servers: 8, placement: dedicated}", false, Fabric::FatTree);
+    collective(fmt::format("ps-incast-{}x32-flow", wide), wide,
+               "{name: ps, servers: 32, placement: dedicated}", false);
+    collective(fmt::format("ps-incast-{}x32-fattree-flow", wide), wide,
+               "{name: ps, servers: 32, placement: dedicated}", false, Fabric::FatTree);
     int64_t nodes = quick ? 4 : 64;
-    ps_training_case(fmt::format("ps-train-resnet50-{}x4-dedicated", nodes), nodes,
-                     "{name: ps, servers: 4, placement: dedicated}");
+    ps_training(fmt::format("ps-train-resnet50-{}x4-dedicated", nodes), nodes,
+                "{name: ps, servers: 4, placement: dedicated}");
     int64_t colocated = quick ? 4 : 16;  // (64 nodes colocated still takes over ten minutes)
-    ps_training_case(fmt::format("ps-train-resnet50-{}x{}-colocated", colocated, colocated), colocated,
-                     fmt::format("{{name: ps, servers: {}, placement: colocated}}", colocated));
-    collective_case(fmt::format("ring-{}-fast", large), large, "ring", true);
+    ps_training(fmt::format("ps-train-resnet50-{}x{}-colocated", colocated, colocated), colocated,
+                fmt::format("{{name: ps, servers: {}, placement: colocated}}", colocated));
+    collective(fmt::format("ring-{}-fast", large), large, "ring", true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_engine: %s\n", e.what());
     return 1;

@@ -17,7 +17,12 @@
 //                                     topologies/alps-gh200 (Slingshot dragonfly): rings that span groups
 //                                     share local links, so the flow model runs each distinct bucket once and
 //                                     replays it
-// Usage: bench_training [--quick | --alps]   (--quick: 64 and 1024 GPUs instead of 1024 and 16384)
+//   ps-colocated-N                    (--ps only) ResNet-50 with sync parameter servers colocated one per
+//                                     node (N servers) on N nodes x 4 A100 of JUWELS Booster, warm-up + one
+//                                     step: every GPU pushes each bucket to every server (an all-to-all on
+//                                     the flow model)
+// Usage: bench_training [--quick | --alps | --ps [NODES]]   (--quick: 64 and 1024 GPUs instead of 1024 and
+// 16384; --ps: 256 nodes unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -57,12 +62,32 @@ void run_case(const std::string& name, const std::string& file, int64_t nodes, c
   std::fflush(stdout);
 }
 
+// Sync PS colocated on `nodes` nodes, one server per node, warm-up + one step.
+void ps_case(const std::string& file, int64_t nodes) {
+  std::vector<std::string> sets = {
+      "workload.steps=1", "workload.warmup_steps=1",
+      "strategies=[{name: ps, servers: " + std::to_string(nodes) + ", placement: colocated}]"};
+  Scenario sc = load_scenario(file, sets);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<TrainingResult> r = run_training(sc, {nodes}, TrainingOptions{});
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("ps-colocated-%lld, %lld, %llu, %llu, %.3f, %.1f\n", static_cast<long long>(nodes),
+              static_cast<long long>(r[0].gpus), static_cast<unsigned long long>(r[0].stats.messages),
+              static_cast<unsigned long long>(r[0].stats.flows), wall, peak_rss_mb());
+  std::printf("  ps-colocated-%lld: step %.4f s\n", static_cast<long long>(nodes), r[0].step_time_s);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
+  if (argc > 1 && std::strcmp(argv[1], "--ps") == 0) {
+    ps_case(juwels, argc > 2 ? std::stoll(argv[2]) : 256);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "--alps") == 0) {
     std::vector<std::string> alps = {"cluster.topology=alps-gh200", "cluster.max_nodes=4096",
                                      "cluster.comm={}", "workload.loader=synthetic",

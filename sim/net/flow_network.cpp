@@ -130,7 +130,7 @@ uint64_t FlowNetwork::pop_completion() {
     LinkId cid = f.cls;
     Link& c = links_[cid];
     c.head = kNoFlow;
-    class_remove(c, id);
+    class_remove(cid, id);
     f.cls = kNoClass;
     if (c.members.empty())
       c.vt = 0;
@@ -206,7 +206,18 @@ void FlowNetwork::class_sift(Link& l, size_t i) {
   put(i, id);
 }
 
-void FlowNetwork::class_remove(Link& l, FlowId f) {
+void FlowNetwork::class_insert(LinkId lid, FlowId f) {
+  Link& l = links_[lid];
+  flows_[f].cls = lid;
+  flows_[f].cls_pos = static_cast<uint32_t>(l.members.size());
+  l.members.push_back(f);
+  class_sift(l, l.members.size() - 1);
+  count_member(lid, f, true);
+}
+
+void FlowNetwork::class_remove(LinkId lid, FlowId f) {
+  count_member(lid, f, false);
+  Link& l = links_[lid];
   size_t i = flows_[f].cls_pos;
   FlowId last = l.members.back();
   l.members.pop_back();
@@ -214,6 +225,37 @@ void FlowNetwork::class_remove(Link& l, FlowId f) {
     l.members[i] = last;
     flows_[last].cls_pos = static_cast<uint32_t>(i);
     class_sift(l, i);
+  }
+}
+
+// Counts member f of class lid in (or out of) the class's entry for each other link of its route; an entry
+// leaves both lists when its count falls to zero.
+void FlowNetwork::count_member(LinkId lid, FlowId f, bool in) {
+  for (LinkId m : flows_[f].route) {
+    if (m == lid) continue;
+    std::vector<std::pair<LinkId, uint32_t>>& classes = links_[m].in_classes;
+    size_t k = 0;
+    while (k < classes.size() && classes[k].first != lid) ++k;
+    std::vector<ClassLink>& entries = links_[lid].cls_links;
+    if (in) {
+      if (k < classes.size()) {
+        ++entries[classes[k].second].count;
+      } else {
+        entries.push_back(ClassLink{m, 1, static_cast<uint32_t>(classes.size())});
+        classes.emplace_back(lid, static_cast<uint32_t>(entries.size() - 1));
+      }
+      continue;
+    }
+    assert(k < classes.size());
+    uint32_t idx = classes[k].second;
+    if (--entries[idx].count > 0) continue;
+    classes[k] = classes.back();  // swap-remove from both lists, re-pointing the moved entries
+    classes.pop_back();
+    if (k < classes.size())
+      links_[classes[k].first].cls_links[classes[k].second].back = static_cast<uint32_t>(k);
+    entries[idx] = entries.back();
+    entries.pop_back();
+    if (idx < entries.size()) links_[entries[idx].link].in_classes[entries[idx].back].second = idx;
   }
 }
 
@@ -246,8 +288,8 @@ void FlowNetwork::leave_class(FlowId id, Time now) {
   f.remaining = std::max(0.0, f.vtag - l.vt);
   f.rate = l.cls_rate;
   f.updated = now;
+  class_remove(lid, id);
   f.cls = kNoClass;
-  class_remove(l, id);
   if (l.head == id) {
     l.head = kNoFlow;  // its heap entry stays right: same rate, same finish
   } else {
@@ -389,7 +431,6 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   double cap = forming ? std::numeric_limits<double>::infinity() : l.cls_cap;
   double residual = l.capacity;
   double held_top = 0;
-  size_t candidates = 0;
   for (FlowId f : joiners) {
     flows_[f].joining = true;
     cap = std::min(cap, flows_[f].cap);
@@ -402,49 +443,76 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     return !fg.joining && fg.cls == kNoClass && fg.bottleneck == lid && fg.heap_pos != kNotInHeap;
   };
   bool ok = true;
-  for (FlowId g : l.flows) {
-    const Flow& fg = flows_[g];
-    if (fg.joining || fg.cls == lid) continue;
-    if (candidate(g)) {
-      if (candidates++ == 0 && forming)
-        old = fg.rate;
-      else if (std::abs(fg.rate - old) > old * kSlack)
-        ok = false;
-      cap = std::min(cap, fg.cap);
-      continue;
+  cands_.clear();
+  // (Skipped when every flow on l is a member or a joiner: nothing is held there and nothing is a candidate.)
+  if (l.flows.size() != l.members.size() + joiners.size()) {
+    for (FlowId g : l.flows) {
+      const Flow& fg = flows_[g];
+      if (fg.joining || fg.cls == lid) continue;
+      if (candidate(g)) {
+        if (cands_.empty() && forming)
+          old = fg.rate;
+        else if (std::abs(fg.rate - old) > old * kSlack)
+          ok = false;
+        cands_.push_back(g);
+        cap = std::min(cap, fg.cap);
+        continue;
+      }
+      if (fg.bottleneck == kUncertified || fg.bottleneck == lid) ok = false;
+      double r = rate_of(g);
+      residual -= r;
+      held_top = std::max(held_top, r);
     }
-    if (fg.bottleneck == kUncertified || fg.bottleneck == lid) ok = false;
-    double r = rate_of(g);
-    residual -= r;
-    held_top = std::max(held_top, r);
   }
-  size_t n = l.members.size() + candidates + joiners.size();
+  size_t n = l.members.size() + cands_.size() + joiners.size();
   residual = std::max(0.0, residual);
   double share = n > 0 ? residual / static_cast<double>(n) : 0;
   ok = ok && share > 0 && held_top <= share && share <= cap;  // (no members, no candidates: joiners only)
-  // Load changes on the other links of members, candidates and joiners.
+  // Load changes on the other links of members, candidates and joiners: the members' from the class's
+  // per-link counts (each member changes by d), the others' by walking their routes.
+  const double d = share - old;
   ++check_;
   delta_links_.clear();
   double own = 0;  // the load change on l
-  auto add = [&](FlowId g, double d) {
-    own += d;
+  auto add = [&](FlowId g, double change) {
+    own += change;
     for (LinkId m : flows_[g].route) {
       if (m == lid) continue;
       Link& lm = links_[m];
       if (lm.fixing++ == 0) {  // (counts the step's flows on m)
         lm.delta = 0;
+        lm.crossing = 0;
         delta_links_.push_back(m);
       }
-      lm.delta += d;
+      lm.delta += change;
     }
   };
+  // The exact load change on m, summed in the order of the members' route walk this replaces (members, then
+  // candidates, then joiners): the decisive check below compares it with the limit.
+  auto exact_delta = [&](LinkId m) {
+    double x = 0;
+    for (uint32_t i = 0; i < links_[m].crossing; ++i) x += d;
+    for (FlowId g : cands_)
+      for (LinkId r : flows_[g].route)
+        if (r == m) x += share - flows_[g].rate;
+    for (FlowId g : joiners)
+      for (LinkId r : flows_[g].route)
+        if (r == m) x += share;
+    return x;
+  };
   if (ok) {
-    for (FlowId g : l.members) add(g, share - old);
-    for (FlowId g : l.flows)
-      if (candidate(g)) add(g, share - flows_[g].rate);
+    own = d * static_cast<double>(l.members.size());
+    for (const ClassLink& e : l.cls_links) {
+      Link& lm = links_[e.link];
+      lm.fixing = e.count;
+      lm.crossing = e.count;
+      lm.delta = d * e.count;  // (to rounding; est only, and the est check's margin)
+      delta_links_.push_back(e.link);
+    }
+    for (FlowId g : cands_) add(g, share - flows_[g].rate);
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
-      const Link& lm = links_[m];
+      Link& lm = links_[m];
       if (lm.fixing == lm.flows.size()) {  // only the class's flows (a link in series with l): they fit
         if (share * lm.fixing <= lm.capacity * (1 + kSlack)) continue;
         ok = false;
@@ -453,7 +521,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       double limit = lm.capacity * (1 - kSlack);
       if (lm.est + std::max(0.0, lm.delta) < limit - lm.capacity * 1e-7) continue;  // clear of the drift
       refresh_link(m);
-      if (!(lm.load + std::max(0.0, lm.delta) < limit)) {
+      if (!(lm.load + std::max(0.0, exact_delta(m)) < limit)) {
         ok = false;
         break;
       }
@@ -473,26 +541,19 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   } else {
     advance_class(l, now);
   }
-  for (FlowId g : l.flows) {
-    if (!candidate(g)) continue;
+  for (FlowId g : cands_) {
     Flow& fg = flows_[g];
     double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
     heap_erase(g);
     fg.vtag = l.vt + left;
-    fg.cls = lid;
-    fg.cls_pos = static_cast<uint32_t>(l.members.size());
-    l.members.push_back(g);
-    class_sift(l, l.members.size() - 1);
+    class_insert(lid, g);
   }
   for (FlowId g : joiners) {
     Flow& fg = flows_[g];
     fg.joining = false;
     fg.vtag = l.vt + fg.remaining;
     fg.bottleneck = lid;
-    fg.cls = lid;
-    fg.cls_pos = static_cast<uint32_t>(l.members.size());
-    l.members.push_back(g);
-    class_sift(l, l.members.size() - 1);
+    class_insert(lid, g);
   }
   l.est += own;
   l.cls_rate = share;
@@ -576,14 +637,28 @@ bool FlowNetwork::grow_region() {
     Flow& fl = flows_[f];
     fl.bottleneck = certify(f);
     if (fl.bottleneck != kUncertified) continue;
-    size_t before = grown_.size();
+    // Each saturated link is scanned once per round and again only for a lower threshold (the flows newly
+    // above it), which adds the flows in the order a scan per region flow would first meet them.
+    double above = fl.trial * (1 + kSlack);
+    bool found = false;
     for (LinkId on : fl.route) {
-      const Link& l = links_[on];  // refreshed by certify
+      Link& l = links_[on];  // refreshed by certify
       if (l.load < l.capacity * (1 - kSlack)) continue;
-      for (FlowId g : l.flows)
-        if (flows_[g].stamp != stamp_ && rate_of(g) > fl.trial * (1 + kSlack)) grown_.push_back(g);
+      bool again = l.scanned == check_;
+      if (!again || above < l.scan_above) {
+        if (!again) l.held_max = 0;
+        for (FlowId g : l.flows) {
+          if (flows_[g].stamp == stamp_) continue;
+          double r = rate_of(g);
+          if (!again) l.held_max = std::max(l.held_max, r);
+          if (r > above && !(again && r > l.scan_above)) grown_.push_back(g);
+        }
+        l.scanned = check_;
+        l.scan_above = above;
+      }
+      found = found || l.held_max > above;
     }
-    stuck = stuck || grown_.size() == before;
+    stuck = stuck || !found;
   }
   for (LinkId lid : region_links_)
     for (FlowId g : links_[lid].flows) {

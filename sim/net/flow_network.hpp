@@ -83,6 +83,11 @@ class FlowNetwork {
   static constexpr LinkId kUncertified = UINT32_MAX;
   static constexpr LinkId kNoClass = UINT32_MAX;
   static constexpr FlowId kNoFlow = UINT32_MAX;
+  struct ClassLink {
+    LinkId link;
+    uint32_t count;  // members crossing it
+    uint32_t back;   // index in links_[link].in_classes
+  };
   struct Link {
     double capacity = 0;
     Time latency;
@@ -108,6 +113,14 @@ class FlowNetwork {
     double vt = 0;       // virtual time: bytes per member drained from formation to vt_at
     Time vt_at;
     FlowId head = kNoFlow;  // the member in the completion heap
+    // The class's members counted per other link they cross (a class step's load changes there without
+    // walking every member's route), and on every link, the classes whose members cross it.
+    std::vector<ClassLink> cls_links;
+    std::vector<std::pair<LinkId, uint32_t>> in_classes;  // (class link, index in its cls_links)
+    uint32_t crossing = 0;                                // class step scratch: members crossing this link
+    uint32_t scanned = 0;  // == check_: grow_region took its held flows above scan_above in this round
+    double scan_above = 0;
+    double held_max = 0;  // the largest rate of a held flow on it (when scanned)
   };
   struct LinkStats {  // kept apart from Link (the solver never reads them), sized at the first flow
     double bytes = 0;
@@ -155,7 +168,9 @@ class FlowNetwork {
   void leave_class(FlowId f, Time now);
   bool before_in_class(FlowId a, FlowId b) const;
   void class_sift(Link& l, size_t i);
-  void class_remove(Link& l, FlowId f);
+  void class_insert(LinkId l, FlowId f);
+  void class_remove(LinkId l, FlowId f);
+  void count_member(LinkId l, FlowId f, bool in);
   void heap_erase(FlowId id);
   LinkId certify(FlowId f);
   void refresh_link(LinkId l);
@@ -183,6 +198,7 @@ class FlowNetwork {
   std::vector<std::pair<LinkId, FlowId>> joins_;  // class step scratch
   std::vector<FlowId> join_group_;
   std::vector<LinkId> delta_links_;
+  std::vector<FlowId> cands_;
   Time now_;
   uint32_t stamp_ = 0;
   uint32_t check_ = 0;

@@ -707,6 +707,132 @@ TEST(FlowNetworkProperties, DragonflyLikeCompletionTimesMatchAFluidReference) {
   }
 }
 
+// Incast with several flows per worker and server at once (a worker's buckets in flight together): every
+// member link of a class carries several of its members, which join and leave one by one (starts staggered,
+// sizes uneven), some workers slow, some flows capped; odd seeds put a twin link in series with each server.
+RandomCase bucket_incast_case(uint64_t seed, size_t workers, size_t servers, size_t buckets) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  RandomCase c;
+  for (size_t s = 0; s < servers; ++s) c.capacity.push_back(25 * kGB);  // server links 0..servers-1
+  for (size_t w = 0; w < workers; ++w) c.capacity.push_back(pick(0, 7) == 0 ? 0.5 * kGB : 25 * kGB);
+  size_t twins = c.capacity.size();
+  if (seed % 2 == 1)
+    for (size_t s = 0; s < servers; ++s) c.capacity.push_back(25 * kGB);
+  for (size_t b = 0; b < buckets; ++b)
+    for (size_t w = 0; w < workers; ++w)
+      for (size_t s = 0; s < servers; ++s) {
+        FlowSpec f;
+        f.route = {static_cast<LinkId>(servers + w), static_cast<LinkId>(s)};
+        if (seed % 2 == 1) f.route.push_back(static_cast<LinkId>(twins + s));
+        f.bytes = std::pow(10.0, uniform(6, 7.5));
+        f.cap = pick(0, 29) == 0 ? uniform(0.2, 2) * kGB : 0;
+        f.start = Time::from_seconds(0.001 * static_cast<double>(b) + uniform(0, 0.003));
+        c.flows.push_back(f);
+      }
+  return c;
+}
+
+// Colocated parameter servers: `nodes` nodes, each with `gpus` GPUs (a link each way to the node's switch),
+// an uplink and a downlink to the fabric, and a server on the node's CPU (a link each way). Every GPU pushes
+// to every server (local pushes stay inside the node) and pulls from it after a delay: the all-to-all pattern
+// whose classes overlap (a node's uplink carries flows to every server).
+RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t buckets) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  RandomCase c;
+  auto add = [&](double cap) {
+    c.capacity.push_back(cap);
+    return static_cast<LinkId>(c.capacity.size() - 1);
+  };
+  std::vector<LinkId> up(nodes), down(nodes), srv_in(nodes), srv_out(nodes), gpu_out, gpu_in;
+  for (size_t n = 0; n < nodes; ++n) {
+    up[n] = add(25 * kGB);
+    down[n] = add(25 * kGB);
+    srv_in[n] = add(31.5 * kGB);
+    srv_out[n] = add(31.5 * kGB);
+    for (size_t g = 0; g < gpus; ++g) {
+      gpu_out.push_back(add(31.5 * kGB));
+      gpu_in.push_back(add(31.5 * kGB));
+    }
+  }
+  for (size_t b = 0; b < buckets; ++b)
+    for (size_t w = 0; w < nodes * gpus; ++w) {
+      size_t node = w / gpus;
+      double start = 0.002 * static_cast<double>(b) + uniform(0, 0.001);
+      for (size_t j = 0; j < nodes; ++j) {
+        double bytes = 4e6 / static_cast<double>(nodes);
+        FlowSpec push, pull;
+        push.route = {gpu_out[w], srv_in[j]};
+        pull.route = {srv_out[j], gpu_in[w]};
+        if (j != node) {
+          push.route = {gpu_out[w], up[node], down[j], srv_in[j]};
+          pull.route = {srv_out[j], up[j], down[node], gpu_in[w]};
+        }
+        push.bytes = pull.bytes = bytes;
+        push.cap = pull.cap = j != node ? 22.5 * kGB : 0;  // a flow across nodes at 90% of the NIC
+        push.start = Time::from_seconds(start);
+        pull.start = Time::from_seconds(start + uniform(0.001, 0.002));
+        c.flows.push_back(push);
+        c.flows.push_back(pull);
+      }
+    }
+  return c;
+}
+
+TEST(FlowNetworkProperties, BucketIncastClassesKeepTheCertificateAndTheReferenceRates) {
+  uint64_t class_updates = 0;
+  for (uint64_t seed = 8001; seed <= 8024; ++seed) {
+    RandomCase c = bucket_incast_case(seed, 4 + seed % 13, 1 + seed % 3, 2 + seed % 4);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    class_updates += net.class_updates();
+  }
+  EXPECT_GT(class_updates, 1000u);
+}
+
+TEST(FlowNetworkProperties, BucketIncastCompletionTimesMatchAFluidReference) {
+  for (uint64_t seed = 8101; seed <= 8116; ++seed) {
+    RandomCase c = bucket_incast_case(seed, 3 + seed % 9, 1 + seed % 2, 2 + seed % 3);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
+TEST(FlowNetworkProperties, ColocatedAllToAllKeepsTheCertificateAndTheReferenceRates) {
+  uint64_t growths = 0, class_updates = 0;
+  for (uint64_t seed = 8201; seed <= 8212; ++seed) {
+    RandomCase c = colocated_case(seed, 3 + seed % 6, 1 + seed % 4, 1 + seed % 3);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    growths += net.region_growths();
+    class_updates += net.class_updates();
+  }
+  EXPECT_GT(growths, 100u);  // regions grew and classes stepped: both paths ran
+  EXPECT_GT(class_updates, 100u);
+}
+
+TEST(FlowNetworkProperties, ColocatedAllToAllCompletionTimesMatchAFluidReference) {
+  for (uint64_t seed = 8301; seed <= 8308; ++seed) {
+    RandomCase c = colocated_case(seed, 3 + seed % 4, 1 + seed % 3, 1 + seed % 2);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
 TEST(FlowNetworkProperties, StatisticsCountFlows) {
   RandomCase c = random_case(7, true);
   FlowNetwork net = build(c, 1.0);
