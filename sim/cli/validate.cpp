@@ -157,6 +157,11 @@ int validate_command(const std::vector<std::string>& args) {
     if (!std::isfinite(r.value))
       throw InputError({csv.file, csv.lines[i], 1}, "value",
                        fmt::format("a measured value must be a finite number, got \"{}\"", cells[c_v]));
+    const int64_t system_nodes = sc.cluster.max_nodes > 0 ? sc.cluster.max_nodes : 1'000'000;
+    if (r.gpus > system_nodes * gpn)
+      throw InputError({csv.file, csv.lines[i], 1}, "gpus",
+                       fmt::format("{} GPUs is more than the scenario's system has ({} nodes of {})", r.gpus,
+                                   system_nodes, gpn));
     if (r.gpus % gpn != 0) {
       ++skipped;
       continue;

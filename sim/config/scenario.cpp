@@ -201,6 +201,12 @@ Scenario parse_scenario(const YamlNode& root) {
   for (const Strategy& st : s.strategies) check_transport(st, s.cluster);
   s.reference_gpus = root.get_int("reference_gpus", 0);
   if (s.reference_gpus < 0) root["reference_gpus"].fail("must be >= 0 (0: the smallest configuration)");
+  const int64_t system_gpus =
+      (s.cluster.max_nodes > 0 ? s.cluster.max_nodes : 1'000'000) * s.cluster.gpus_per_node;
+  if (s.reference_gpus > system_gpus)
+    root["reference_gpus"].fail(fmt::format("reference_gpus {} is more than the system's {} GPUs{}",
+                                            s.reference_gpus, system_gpus,
+                                            s.cluster.max_nodes > 0 ? "" : " (1,000,000 nodes)"));
   s.reference_where = root.has("reference_gpus") ? root["reference_gpus"].where() : root.where();
   int64_t seed = root.get_int("seed", 1);
   if (seed < 0) root["seed"].fail("seed must be >= 0");

@@ -20,6 +20,16 @@ struct Unit {
   double factor;
 };
 
+// An example of a well-formed value of each kind, for messages.
+std::string_view example(std::string_view what) {
+  if (what == "time") return "\"1.5us\"";
+  if (what == "size") return "\"64MiB\"";
+  if (what == "fraction") return "0.9 or \"90%\"";
+  if (what == "FLOP rate") return "\"312TFLOP/s\"";
+  if (what == "FLOP count") return "\"4.1GFLOP\"";
+  return "\"25GB/s\"";
+}
+
 // Splits "25GB/s" into 25 and "GB/s". Whitespace between number and unit is allowed.
 std::pair<double, std::string_view> split_number(std::string_view text, std::string_view what) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
@@ -27,8 +37,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr == text.data())
-    throw ValueError(fmt::format("expected a {} like {}, got \"{}\"", what,
-                                 what == "time" ? "\"1.5us\"" : "\"25GB/s\"", text));
+    throw ValueError(fmt::format("expected a {} like {}, got \"{}\"", what, example(what), text));
   if (!std::isfinite(value)) throw ValueError(fmt::format("{} \"{}\" is not finite", what, text));
   std::string_view rest(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
