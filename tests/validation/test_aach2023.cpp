@@ -224,9 +224,9 @@ TEST(HorovodGuide, TensorFlowParameterServersStillCollapseTooFar) {
   // "Twice faster than the standard distributed TensorFlow": TF-PS at 0.88 / 2 = 0.44 on 128 GPUs. The
   // scenario's TF-style PS (32 colocated servers, round-robin placement of whole variables, each variable one
   // message over gRPC, no aggregation in a server) collapses to ≈0.38: the busiest server receives 10.7 MB
-  // from every GPU, 3x the mean. Outside the ±0.05 the Horovod point is held to; checked to still miss, so a model
-  // change that closes the gap is noticed and the point moves into the held test above; and checked to stay
-  // below Horovod (the guide's ordering).
+  // from every GPU, 3x the mean. Outside the ±0.05 the Horovod point is held to; checked to still miss, so a
+  // model change that closes the gap is noticed and the point moves into the held test above; and checked to
+  // stay below Horovod (the guide's ordering).
   auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) +
                                    "/scenarios/horovod-guide-128gpu.yaml' --measured '" + DDLSIM_SOURCE_DIR +
                                    "/scenarios/measured/horovod_guide.csv' --format csv");
