@@ -89,6 +89,8 @@ void YamlNode::apply_override(const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw InputError({"--set", 0, 0}, key, "cannot parse value: " + e.msg);
   }
+  if (key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos)
+    throw InputError({"--set", 0, 0}, key, "a key part is empty: parts are names separated by single dots");
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
@@ -204,11 +206,25 @@ std::vector<YamlNode> YamlNode::elements() const {
   return out;
 }
 
+namespace {
+
+// A map key as text; a key that is itself a list or a map (YAML's `? [a, b]`) is an error at its place.
+std::string key_text(const YAML::Node& key, const std::string& file, const std::string& path) {
+  if (!key.IsScalar()) {
+    YAML::Mark m = key.Mark();
+    throw InputError({file, m.line + 1, m.column + 1}, path,
+                     "a key must be a plain name, not a list or a map");
+  }
+  return key.Scalar();
+}
+
+}  // namespace
+
 std::vector<std::string> YamlNode::keys() const {
   if (!impl_->node.IsMap()) fail("expected a map");
   std::vector<std::string> out;
   for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it)
-    out.push_back(it->first.as<std::string>());
+    out.push_back(key_text(it->first, impl_->file, path_));
   return out;
 }
 
@@ -219,7 +235,7 @@ void YamlNode::expect_keys(std::initializer_list<const char*> allowed) const {
 void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
   if (!impl_->node.IsMap()) fail("expected a map");
   for (auto it = impl_->node.begin(); it != impl_->node.end(); ++it) {
-    std::string key = it->first.as<std::string>();
+    std::string key = key_text(it->first, impl_->file, path_);
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string hint = did_you_mean(key, allowed);
     YAML::Mark m = it->first.Mark();
