@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/progress.hpp"
@@ -29,7 +30,14 @@ CommandSpec run_spec(const char* name, const char* usage, const char* descriptio
        "write a Perfetto/Chrome trace of the first strategy at the first node count")  //
       ("links", po::value<int64_t>()->value_name("N"),
        "instead of the results, list each run's N most-loaded links: bytes, busy share of the run, peak "
-       "concurrent flows");
+       "concurrent flows")  //
+      ("stream", po::value<std::string>()->value_name("FILE"),
+       "also write each row to FILE as soon as it finishes (CSV, or JSON Lines for a .jsonl name), flushed: "
+       "a "
+       "run that is interrupted or killed keeps its finished rows")  //
+      ("resume", po::value<std::string>()->value_name("FILE"),
+       "as --stream, keeping the rows FILE has already and skipping their points (strategy, nodes): run a "
+       "killed sweep again with the same options and it does only what is missing");
   add_jobs_option(spec.options);
   return spec;
 }
@@ -76,6 +84,25 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   std::vector<int64_t> counts = nodes_override ? *nodes_override : sc.cluster.node_counts;
   if (nodes_override) check_node_counts(sc.cluster, counts, command_line("--nodes"));
   const size_t links = static_cast<size_t>(count_option(a, "links", 1).value_or(0));
+  // --stream / --resume: rows to a file as they finish (the columns of this run's records).
+  const bool resume = a.has("resume");
+  const std::string stream_path = resume ? a.str("resume") : a.str("stream");
+  std::optional<RowStream> stream;
+  if (!stream_path.empty()) {
+    const char* flag = resume ? "--resume" : "--stream";
+    if (a.has("resume") && a.has("stream"))
+      command_line("--stream").fail("give --stream or --resume, not both (--resume streams too)");
+    if (!sc.jobs.empty())
+      command_line(flag).fail("a scenario with jobs is one run: there are no points to stream or resume");
+    if (links > 0) command_line(flag).fail("--links lists links, not result rows: it cannot be streamed");
+    check_output_path(stream_path);
+    Record columns = sc.collective ? collective_record(CollectiveResult{}, stats)
+                                   : training_record(TrainingResult{}, has_parameter_server(sc), stats);
+    stream.emplace(stream_path, columns, resume);
+  }
+  auto done_before = [&](const std::string& strategy, int64_t n) {
+    return stream && stream->has(strategy, n);
+  };
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;
@@ -102,6 +129,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     for (const Strategy& st : sc.strategies)
       for (int64_t n : counts) {
         if (interrupted()) break;
+        if (done_before(st.label, n)) continue;
         CollectiveResult r;
         try {
           r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
@@ -112,6 +140,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
           add_link_rows(report, r.strategy, r.gpus, r.links);
         else
           report.results.push_back(collective_record(r, stats));
+        if (stream) stream->write(report.results.back());
       }
   } else {
     TrainingOptions topts;
@@ -122,6 +151,12 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();
     topts.top_links = links;
+    if (stream) {
+      topts.skip = done_before;
+      topts.on_result = [&, has_ps = has_parameter_server(sc)](const TrainingResult& r) {
+        stream->write(training_record(r, has_ps, stats));
+      };
+    }
     if (links > 0) {
       for (const TrainingResult& r : run_training(sc, counts, topts))
         add_link_rows(report, r.strategy, r.gpus, r.links);
@@ -129,6 +164,11 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
       report = run_training_report(sc, counts, topts, stats);
     }
   }
+  if (stream && stream->kept() > 0)
+    report.notes.push_back(
+        fmt::format("resumed: {} rows were in {} already (not run again, not shown here); "
+                    "the file holds every row",
+                    stream->kept(), stream_path));
   if (int sig = interrupt_signal()) {
     report.notes.push_back(fmt::format(
         "interrupted by {}: the rows above are the simulations that finished (with their reference); the "

@@ -2,13 +2,19 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
 #include "sim/core/error.hpp"
+#include "sim/core/input_file.hpp"
+#include "sim/core/output_file.hpp"
+#include "sim/io/csv.hpp"
 
 namespace ddlsim {
 
@@ -187,9 +193,25 @@ std::string csv_escape(const std::string& s) {
   return out + "\"";
 }
 
+// The CSV line of a record's keys (header: true) or values.
+std::string csv_line(const Record& rec, bool header) {
+  std::string line;
+  bool first = true;
+  for (const Field& f : rec) {
+    if (f.detail) continue;
+    if (!std::exchange(first, false)) line += ',';
+    line += csv_escape(header ? f.key : plain(f));
+  }
+  line += '\n';
+  return line;
+}
+
 void write_table(std::ostream& out, const Report& r) {
   if (!r.title.empty()) out << r.title << "\n";
-  if (r.results.empty()) return;
+  if (r.results.empty()) {
+    for (const std::string& n : r.notes) out << n << "\n";
+    return;
+  }
   std::vector<std::string> cols = r.table_columns;
   if (cols.empty())
     for (const Field& f : r.results[0])
@@ -239,38 +261,33 @@ void write_table(std::ostream& out, const Report& r) {
 
 void write_csv(std::ostream& out, const Report& r) {
   if (r.results.empty()) return;
-  const char* sep = "";
-  for (const Field& f : r.results[0])
-    if (!f.detail) out << std::exchange(sep, ",") << f.key;
-  out << "\n";
-  for (const Record& rec : r.results) {
-    sep = "";
-    for (const Field& f : rec)
-      if (!f.detail) out << std::exchange(sep, ",") << csv_escape(plain(f));
-    out << "\n";
+  out << csv_line(r.results[0], true);
+  for (const Record& rec : r.results) out << csv_line(rec, false);
+}
+
+// A record as a JSON object: dotted keys nest.
+nlohmann::ordered_json record_json(const Record& rec) {
+  nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+  for (const Field& f : rec) {
+    nlohmann::ordered_json* target = &obj;
+    std::string key = f.key;
+    for (size_t dot; (dot = key.find('.')) != std::string::npos; key = key.substr(dot + 1))
+      target = &(*target)[key.substr(0, dot)];
+    if (auto s = std::get_if<std::string>(&f.value))
+      (*target)[key] = *s;
+    else if (auto i = std::get_if<int64_t>(&f.value))
+      (*target)[key] = *i;
+    else
+      (*target)[key] = std::get<double>(f.value);
   }
+  return obj;
 }
 
 void write_json(std::ostream& out, const Report& r) {
   nlohmann::ordered_json doc;
   doc["scenario"] = {{"name", r.scenario_name}, {"file", r.scenario_file}};
   doc["results"] = nlohmann::ordered_json::array();
-  for (const Record& rec : r.results) {
-    nlohmann::ordered_json obj = nlohmann::ordered_json::object();
-    for (const Field& f : rec) {
-      nlohmann::ordered_json* target = &obj;
-      std::string key = f.key;
-      for (size_t dot; (dot = key.find('.')) != std::string::npos; key = key.substr(dot + 1))
-        target = &(*target)[key.substr(0, dot)];
-      if (auto s = std::get_if<std::string>(&f.value))
-        (*target)[key] = *s;
-      else if (auto i = std::get_if<int64_t>(&f.value))
-        (*target)[key] = *i;
-      else
-        (*target)[key] = std::get<double>(f.value);
-    }
-    doc["results"].push_back(std::move(obj));
-  }
+  for (const Record& rec : r.results) doc["results"].push_back(record_json(rec));
   if (!r.notes.empty()) doc["notes"] = r.notes;
   out << doc.dump(2) << "\n";
 }
@@ -289,6 +306,65 @@ void write_report(std::ostream& out, Format format, const Report& r) {
       write_json(out, r);
       break;
   }
+}
+
+RowStream::RowStream(std::string path, const Record& columns, bool resume)
+    : path_(std::move(path)), jsonl_(path_.size() > 6 && path_.compare(path_.size() - 6, 6, ".jsonl") == 0) {
+  const std::string header = csv_line(columns, true);
+  std::error_code ec;
+  std::string kept_text;
+  if (resume && std::filesystem::exists(path_, ec)) {
+    std::string text = read_input_file(path_);
+    size_t end = text.rfind('\n');
+    kept_text = end == std::string::npos ? "" : text.substr(0, end + 1);  // without a torn last line
+    if (jsonl_) {
+      int line = 0;
+      for (size_t at = 0; at < kept_text.size();) {
+        size_t nl = kept_text.find('\n', at);
+        std::string one = kept_text.substr(at, nl - at);
+        at = nl + 1;
+        ++line;
+        nlohmann::json row = nlohmann::json::parse(one, nullptr, false);
+        if (row.is_discarded() || !row.is_object() || !row.contains("strategy") || !row.contains("nodes") ||
+            !row["strategy"].is_string() || !row["nodes"].is_number_integer())
+          throw InputError({path_, line, 1}, "",
+                           "not a row of a streamed run (a JSON object with \"strategy\" and \"nodes\")");
+        kept_.insert({row["strategy"].get<std::string>(), row["nodes"].get<int64_t>()});
+      }
+    } else if (!kept_text.empty()) {
+      if (kept_text.compare(0, header.size(), header) != 0)
+        throw InputError({path_, 1, 1}, "",
+                         "its columns are not this run's (another scenario, strategy set or --stats): resume "
+                         "into a new file");
+      CsvTable t = parse_csv(kept_text, path_);
+      size_t strategy = t.column("strategy"), nodes = t.column("nodes");
+      for (size_t i = 0; i < t.rows.size(); ++i) {
+        char* end_ptr = nullptr;
+        long long n = std::strtoll(t.rows[i][nodes].c_str(), &end_ptr, 10);
+        if (t.rows[i][nodes].empty() || *end_ptr != '\0')
+          throw InputError({path_, t.lines[i], 1}, "nodes", "not a whole number");
+        kept_.insert({t.rows[i][strategy], n});
+      }
+    }
+    if (kept_text.size() != text.size()) write_output_file(path_, kept_text);  // (atomically)
+  }
+  // Appended to what is kept; a new stream starts the file anew.
+  file_ = std::fopen(path_.c_str(), resume ? "a" : "w");
+  if (!file_) throw OutputError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+  if (!jsonl_ && kept_text.empty()) append(header);
+}
+
+void RowStream::append(const std::string& text) {
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
+    throw OutputError(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
+}
+
+RowStream::~RowStream() {
+  if (file_) std::fclose(file_);
+}
+
+void RowStream::write(const Record& row) {
+  append(jsonl_ ? record_json(row).dump() + "\n" : csv_line(row, false));
 }
 
 }  // namespace ddlsim

@@ -2,8 +2,12 @@
 // Results as records of named fields, written as an aligned table (people), CSV or JSON (scripts). Dotted
 // keys ("shares.compute") become nested objects in JSON.
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <ostream>
+#include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -29,5 +33,30 @@ struct Report {
 };
 
 void write_report(std::ostream& out, Format format, const Report& report);
+
+// Rows written as they finish, so that an interrupted or killed run keeps them: CSV (header first), or JSON
+// Lines when the name ends in .jsonl (one record per line, details included). Every row is appended whole and
+// flushed; a write error is an OutputError naming the path. With `resume`, the rows already in the file stay
+// (a torn last line, from a kill in the middle of a write, is dropped) and their points (strategy, nodes) are
+// listed, so that a sweep run again skips them; a CSV header other than this run's is an InputError.
+class RowStream {
+ public:
+  // `columns`: a record of this run (its keys are the CSV header; its values are not used).
+  RowStream(std::string path, const Record& columns, bool resume);
+  ~RowStream();
+  RowStream(const RowStream&) = delete;
+  RowStream& operator=(const RowStream&) = delete;
+  bool has(const std::string& strategy, int64_t nodes) const { return kept_.count({strategy, nodes}) > 0; }
+  size_t kept() const { return kept_.size(); }
+  const std::string& path() const { return path_; }
+  void write(const Record& row);
+
+ private:
+  void append(const std::string& text);
+  std::string path_;
+  bool jsonl_;
+  std::FILE* file_ = nullptr;
+  std::set<std::pair<std::string, int64_t>> kept_;
+};
 
 }  // namespace ddlsim

@@ -515,35 +515,121 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     if (reference(jobs[a]) != reference(jobs[b])) return reference(jobs[a]);
     return jobs[a].nodes > jobs[b].nodes;
   });
+  // A point the caller already has is not run, unless it is its strategy's reference.
+  auto skipped = [&](const Job& j) {
+    return opts.skip && j.gpu_limit == 0 && opts.skip(j.spec->label, j.nodes);
+  };
+  std::vector<size_t> reference_job(sc.strategies.size(), SIZE_MAX);
+  std::vector<size_t> strategy_of(jobs.size());
+  for (size_t s = 0; s < sc.strategies.size(); ++s)
+    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i) {
+      strategy_of[i] = s;
+      if (reference(jobs[i])) reference_job[s] = i;
+    }
+  // A finished point's result with its speed-up, efficiency and LR scale relative to the reference.
+  auto related = [&](const Job& j) {
+    const TrainingResult& ref = jobs[reference_job[strategy_of[&j - jobs.data()]]].result;
+    TrainingResult r = j.result;
+    r.speedup = r.throughput / ref.throughput;
+    r.efficiency = r.speedup / (static_cast<double>(r.gpus) / static_cast<double>(ref.gpus));
+    r.learning_rate_scale = r.global_batch / ref.global_batch;
+    return r;
+  };
+  auto reported = [&](const Job& j) { return j.gpu_limit == 0 && !skipped(j); };
+  std::mutex emit_lock;
+  std::vector<uint8_t> finished(jobs.size(), 0), emitted(jobs.size(), 0);
+  // Streams every finished point of strategy s whose reference has finished.
+  auto emit = [&](size_t s) {
+    if (!opts.on_result || !finished[reference_job[s]]) return;
+    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i)
+      if (finished[i] && !emitted[i] && reported(jobs[i])) {
+        emitted[i] = 1;
+        opts.on_result(related(jobs[i]));
+      }
+  };
   std::vector<bool> ran = run_parallel(jobs.size(), opts.jobs, opts.progress, [&](size_t k) {
-    Job& j = jobs[order[k]];
+    size_t i = order[k];
+    Job& j = jobs[i];
+    const size_t s = strategy_of[i];
+    bool needed = !skipped(j);  // a skipped reference runs when a point of its strategy will
+    for (size_t o = first_job[s]; !needed && o < first_job[s + 1]; ++o) needed = o != i && !skipped(jobs[o]);
+    if (!needed) return;
     j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
+    std::lock_guard<std::mutex> guard(emit_lock);
+    finished[i] = 1;
+    emit(s);
   });
-  for (size_t k = 0; k < jobs.size(); ++k) jobs[order[k]].ran = ran[k];
-  // Every finished simulation whose reference finished (all of them unless interrupted).
+  for (size_t k = 0; k < jobs.size(); ++k) jobs[order[k]].ran = ran[k] && finished[order[k]];
+  // Every finished point whose reference finished (all of them unless interrupted), in the scenario's order.
   std::vector<TrainingResult> out;
   for (size_t s = 0; s < sc.strategies.size(); ++s) {
-    std::map<int64_t, TrainingResult> done;
-    std::optional<TrainingResult> part;
-    for (size_t i = first_job[s]; i < first_job[s + 1]; ++i) {
-      if (!jobs[i].ran) continue;
-      if (jobs[i].gpu_limit > 0)
-        part = jobs[i].result;
-      else
-        done[jobs[i].nodes] = jobs[i].result;
-    }
-    if (ref_gpus < gpn ? !part : !done.count(ref_nodes)) continue;
-    const TrainingResult& ref = ref_gpus < gpn ? *part : done[ref_nodes];
-    for (int64_t n : counts) {
-      if (!done.count(n)) continue;
-      TrainingResult r = done[n];
-      r.speedup = r.throughput / ref.throughput;
-      r.efficiency = r.speedup / (static_cast<double>(r.gpus) / static_cast<double>(ref.gpus));
-      r.learning_rate_scale = r.global_batch / ref.global_batch;
-      out.push_back(r);
-    }
+    if (!jobs[reference_job[s]].ran) continue;
+    for (int64_t n : counts)
+      for (size_t i = first_job[s]; i < first_job[s + 1]; ++i)
+        if (jobs[i].gpu_limit == 0 && jobs[i].nodes == n && jobs[i].ran && reported(jobs[i])) {
+          out.push_back(related(jobs[i]));
+          break;
+        }
   }
   return out;
+}
+
+bool has_parameter_server(const Scenario& sc) {
+  return std::any_of(sc.strategies.begin(), sc.strategies.end(),
+                     [](const Strategy& st) { return std::holds_alternative<PsOptions>(st.options); });
+}
+
+Record training_record(const TrainingResult& r, bool has_ps, bool stats) {
+  Record rec{{"strategy", r.strategy},
+             {"gpus", r.gpus},
+             {"nodes", r.nodes},
+             {"step_time_s", r.step_time_s},
+             {"throughput_samples_per_s", r.throughput},
+             {"speedup", r.speedup},
+             {"efficiency", r.efficiency},
+             {"time_to_train_s", r.time_to_train_s},
+             {"global_batch", static_cast<int64_t>(r.global_batch)},
+             {"lr_scale", r.learning_rate_scale},
+             {"shares.compute", r.share_compute},
+             {"shares.communication", r.share_communication},
+             {"shares.io", r.share_io},
+             {"shares.idle", r.share_idle},
+             {"kernel_shares.allreduce", r.busy_allreduce},
+             {"kernel_shares.data", r.busy_data},
+             {"kernel_shares.compute", r.busy_compute}};
+  if (has_ps) {  // every row has the keys (one CSV header); 0 for strategies without servers
+    rec.push_back({"ps.max_server_bytes_per_step", r.ps_max_server_bytes});
+    rec.push_back({"ps.mean_server_bytes_per_step", r.ps_mean_server_bytes});
+    // The slowest server's figures (each the largest over servers), then every server in JSON only.
+    double push = 0, queue = 0, compute = 0, transport = 0, pull = 0;
+    for (const TrainingResult::PsServer& s : r.ps_servers) {
+      push = std::max(push, s.push_s);
+      queue = std::max(queue, s.queue_s);
+      compute = std::max(compute, s.compute_s);
+      transport = std::max(transport, s.transport_s);
+      pull = std::max(pull, s.pull_s);
+    }
+    rec.push_back({"ps.max_push_s", push});
+    rec.push_back({"ps.max_queue_s", queue});
+    rec.push_back({"ps.max_compute_s_per_step", compute});
+    rec.push_back({"ps.max_transport_cpu_s_per_step", transport});
+    rec.push_back({"ps.max_pull_s", pull});
+    for (const TrainingResult::PsServer& s : r.ps_servers) {
+      const std::string k = "ps.servers." + s.host + ".";
+      rec.push_back({k + "bytes_in_per_step", s.bytes_in, true});
+      rec.push_back({k + "push_s", s.push_s, true});
+      rec.push_back({k + "queue_s", s.queue_s, true});
+      rec.push_back({k + "compute_s_per_step", s.compute_s, true});
+      rec.push_back({k + "transport_cpu_s_per_step", s.transport_s, true});
+      rec.push_back({k + "pull_s", s.pull_s, true});
+    }
+  }
+  if (stats) {
+    rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
+    rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
+    rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
+  }
+  return rec;
 }
 
 Report run_training_report(const Scenario& sc, const std::vector<int64_t>& counts,
@@ -565,61 +651,9 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
                           "shares.communication",
                           "shares.io",
                           "shares.idle"};
-  const bool has_ps = std::any_of(sc.strategies.begin(), sc.strategies.end(), [](const Strategy& st) {
-    return std::holds_alternative<PsOptions>(st.options);
-  });
-  for (const TrainingResult& r : run_training(sc, counts, opts)) {
-    Record rec{{"strategy", r.strategy},
-               {"gpus", r.gpus},
-               {"nodes", r.nodes},
-               {"step_time_s", r.step_time_s},
-               {"throughput_samples_per_s", r.throughput},
-               {"speedup", r.speedup},
-               {"efficiency", r.efficiency},
-               {"time_to_train_s", r.time_to_train_s},
-               {"global_batch", static_cast<int64_t>(r.global_batch)},
-               {"lr_scale", r.learning_rate_scale},
-               {"shares.compute", r.share_compute},
-               {"shares.communication", r.share_communication},
-               {"shares.io", r.share_io},
-               {"shares.idle", r.share_idle},
-               {"kernel_shares.allreduce", r.busy_allreduce},
-               {"kernel_shares.data", r.busy_data},
-               {"kernel_shares.compute", r.busy_compute}};
-    if (has_ps) {  // every row has the keys (one CSV header); 0 for strategies without servers
-      rec.push_back({"ps.max_server_bytes_per_step", r.ps_max_server_bytes});
-      rec.push_back({"ps.mean_server_bytes_per_step", r.ps_mean_server_bytes});
-      // The slowest server's figures (each the largest over servers), then every server in JSON only.
-      double push = 0, queue = 0, compute = 0, transport = 0, pull = 0;
-      for (const TrainingResult::PsServer& s : r.ps_servers) {
-        push = std::max(push, s.push_s);
-        queue = std::max(queue, s.queue_s);
-        compute = std::max(compute, s.compute_s);
-        transport = std::max(transport, s.transport_s);
-        pull = std::max(pull, s.pull_s);
-      }
-      rec.push_back({"ps.max_push_s", push});
-      rec.push_back({"ps.max_queue_s", queue});
-      rec.push_back({"ps.max_compute_s_per_step", compute});
-      rec.push_back({"ps.max_transport_cpu_s_per_step", transport});
-      rec.push_back({"ps.max_pull_s", pull});
-      for (const TrainingResult::PsServer& s : r.ps_servers) {
-        const std::string k = "ps.servers." + s.host + ".";
-        rec.push_back({k + "bytes_in_per_step", s.bytes_in, true});
-        rec.push_back({k + "push_s", s.push_s, true});
-        rec.push_back({k + "queue_s", s.queue_s, true});
-        rec.push_back({k + "compute_s_per_step", s.compute_s, true});
-        rec.push_back({k + "transport_cpu_s_per_step", s.transport_s, true});
-        rec.push_back({k + "pull_s", s.pull_s, true});
-      }
-    }
-    if (stats) {
-      rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
-      rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
-      rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
-    }
-    report.results.push_back(std::move(rec));
-  }
+  const bool has_ps = has_parameter_server(sc);
+  for (const TrainingResult& r : run_training(sc, counts, opts))
+    report.results.push_back(training_record(r, has_ps, stats));
   report.notes.push_back(
       "shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
   if (!wl.rate_source.empty())

@@ -12,6 +12,8 @@
 
 namespace ddlsim {
 
+struct TrainingResult;
+
 struct TrainingOptions {
   EngineOptions engine;
   std::string trace_file;  // Perfetto trace of the first run, when set
@@ -19,6 +21,12 @@ struct TrainingOptions {
   int jobs = 0;            // simulations run at once (threads); 0: one per CPU this process may use
   // Called after each finished simulation of run_training (from its worker threads, one call at a time).
   std::function<void(size_t done, size_t total)> progress;
+  // Points (strategy label, node count) not to run: rows a resumed sweep has already. A reference still runs
+  // when another point needs it, and is not reported when skipped.
+  std::function<bool(const std::string& strategy, int64_t nodes)> skip;
+  // Called with each reported result as soon as it and its reference have finished (speed-up and efficiency
+  // set), in completion order, one call at a time: rows streamed to a file survive an interrupt.
+  std::function<void(const TrainingResult&)> on_result;
 };
 
 // CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.
@@ -80,6 +88,10 @@ double measured_step_time(const Workload& wl, const std::vector<std::vector<Task
 
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                                          const TrainingOptions& options);
+// The report's row of one result (every row of a scenario has the same keys: `has_ps` when any strategy is a
+// parameter server; `stats` adds the engine's counts).
+Record training_record(const TrainingResult& r, bool has_ps, bool stats);
+bool has_parameter_server(const Scenario& scenario);
 Report run_training_report(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                            const TrainingOptions& options, bool stats);
 
