@@ -21,8 +21,11 @@
 //                                     node (N servers) on N nodes x 4 A100 of JUWELS Booster, warm-up + one
 //                                     step: every GPU pushes each bucket to every server (an all-to-all on
 //                                     the flow model)
-// Usage: bench_training [--quick | --alps | --ps [NODES]]   (--quick: 64 and 1024 GPUs instead of 1024 and
-// 16384; --ps: 256 nodes unless given)
+//   memory-*                          (--memory only) the memory estimate a run is checked against before
+//                                     it starts (estimate_memory) next to the peak RSS of the process,
+//                                     cases in ascending size so that each one's peak is the new maximum
+// Usage: bench_training [--quick | --alps | --ps [NODES] | --memory]   (--quick: 64 and 1024 GPUs instead of
+// 1024 and 16384; --ps: 256 nodes unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -80,12 +83,39 @@ void ps_case(const std::string& file, int64_t nodes) {
 
 }  // namespace
 
+// The memory estimate of a run and the process's peak RSS after it (one strategy, one count).
+void memory_case(const std::string& name, const std::string& file, int64_t nodes,
+                 const std::vector<std::string>& sets) {
+  Scenario sc = load_scenario(file, sets);
+  MemoryEstimate e = estimate_memory(sc, sc.strategies[0], nodes);
+  auto t0 = std::chrono::steady_clock::now();
+  TrainingOptions opts;
+  opts.jobs = 1;
+  run_training(sc, {nodes}, opts);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s, tasks %.3g, estimate %.0f MB, peak rss %.0f MB, wall %.2f s\n", name.c_str(), e.tasks,
+              e.bytes / 1e6, peak_rss_mb(), wall);
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
   if (argc > 1 && std::strcmp(argv[1], "--ps") == 0) {
     ps_case(juwels, argc > 2 ? std::stoll(argv[2]) : 256);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--memory") == 0) {
+    memory_case("memory-juwels-256-ddp-13-steps", juwels, 64, {"strategies=[ddp]"});
+    memory_case("memory-fattree-16384-hierarchical-2-steps", juwels, 4096,
+                {"strategies=[{name: ddp, algorithm: hierarchical}]", "workload.steps=1",
+                 "workload.warmup_steps=1", "cluster.max_nodes=4096", "workload.loader=synthetic",
+                 "cluster.network={kind: fat-tree, levels: 3, hosts_per_leaf: 20, leaves_per_pod: 20, "
+                 "link: {bandwidth: 200Gb/s, latency: 130ns}}"});
+    memory_case("memory-juwels-256-ddp-2001-steps", juwels, 64, {"strategies=[ddp]", "workload.steps=2000"});
+    memory_case("memory-juwels-64-ps-colocated-201-steps", juwels, 16,
+                {"strategies=[{name: ps, servers: 16, placement: colocated}]", "workload.steps=200"});
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--alps") == 0) {

@@ -13,6 +13,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/interrupt.hpp"
 #include "sim/core/output_file.hpp"
+#include "sim/core/units.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/jobs.hpp"
 #include "sim/train/training.hpp"
@@ -35,6 +36,9 @@ CommandSpec run_spec(const char* name, const char* usage, const char* descriptio
        "also write each row to FILE as soon as it finishes (CSV, or JSON Lines for a .jsonl name), flushed: "
        "a "
        "run that is interrupted or killed keeps its finished rows")  //
+      ("max-memory", po::value<std::string>()->value_name("SIZE|none"),
+       "refuse a simulation whose memory estimate passes SIZE (e.g. 16GB; default: the memory available, "
+       "none: no check)")  //
       ("resume", po::value<std::string>()->value_name("FILE"),
        "as --stream, keeping the rows FILE has already and skipping their points (strategy, nodes): run a "
        "killed sweep again with the same options and it does only what is missing");
@@ -57,6 +61,19 @@ Record collective_record(const CollectiveResult& r, bool stats) {
     rec.push_back({"events", static_cast<int64_t>(r.stats.events)});
   }
   return rec;
+}
+
+// --max-memory SIZE: bytes; "none": -1 (no check); not given: 0 (the memory available).
+double max_memory_option(const Args& a) {
+  if (!a.has("max-memory")) return 0;
+  std::string v = a.str("max-memory");
+  if (v == "none") return -1;
+  try {
+    double b = parse_bytes(v).value;
+    if (b > 0) return b;
+  } catch (const std::exception&) {
+  }
+  command_line("--max-memory").fail(fmt::format("expected a size like 16GB, or none; got \"{}\"", v));
 }
 
 // The most-loaded links of one simulation, a row each.
@@ -148,6 +165,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     topts.trace_file = a.str("trace");
     if (!topts.trace_file.empty()) check_output_path(topts.trace_file);  // before the run, not after it
     topts.jobs = jobs_option(a);
+    topts.max_memory = max_memory_option(a);
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();
     topts.top_links = links;

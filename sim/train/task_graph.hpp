@@ -75,6 +75,7 @@ class TaskGraph {
   uint32_t resource_capacity(uint32_t r) const { return capacity_[r]; }
 
   size_t size() const { return tasks_.size(); }
+  size_t edge_count() const { return edges_.size() + succ_.size(); }  // (before or after finalize)
   const Task& task(TaskId t) const { return tasks_[t]; }
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<CollectiveTask>& collectives() const { return collectives_; }

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <thread>
@@ -408,6 +410,72 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
 
 }  // namespace
 
+namespace {
+
+// Bytes per task and per dependency while a simulation runs: the Task and its record, its readiness count and
+// successor offset, the event that starts or ends it; a dependency is a pair while the graph is built and a
+// successor index after. Each x2 for the slack of vectors grown by doubling (and the edge list and successor
+// array that exist together in finalize). Checked against peak RSS by `bench_training --memory`.
+constexpr double kBytesPerTask = 2.0 * (sizeof(Task) + sizeof(TaskRecord) + 3 * sizeof(uint32_t) + 16);
+constexpr double kBytesPerEdge = 2.0 * (sizeof(std::pair<TaskId, TaskId>) + sizeof(TaskId));
+constexpr double kBytesPerMember = 2.0 * 2 * sizeof(uint32_t);  // a collective's members and launch tasks
+// A flow on the network: its state, route and slots (about 6 links), its entries in the links' lists.
+constexpr double kBytesPerFlow = 400;
+constexpr double kBaseBytes = 32e6;  // the program and its libraries (about 6 MB resident), and headroom
+// Per GPU: the cluster (its devices, links and the fabric's share), the router's caches of routes and
+// distances, the collective executor's state per member. Not derived: measured, as the peak RSS a 16,384-GPU
+// fat-tree step leaves beyond its tasks and flows (`bench_training --memory`: 305 MB for 2.6e5 tasks, about
+// 15 kB per GPU).
+constexpr double kBytesPerGpu = 16e3;
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Scenario& sc, const Strategy& st, int64_t nodes) {
+  Cluster one = build_cluster(sc.cluster, 1, st.server_hosts());
+  struct Count {
+    double own = 0, shared = 0, edges = 0, members = 0;  // tasks of a worker, tasks of none (collectives)
+  };
+  auto count = [&](int steps) {
+    Workload w = sc.training;
+    w.warmup = 1;
+    w.steps = steps;
+    TrainingGraph g = build_training_graph(w, st, one, sc.seed);
+    Count c;
+    for (const Task& t : g.graph.tasks()) (t.worker >= 0 ? c.own : c.shared) += 1;
+    c.edges = static_cast<double>(g.graph.edge_count());
+    for (const CollectiveTask& t : g.graph.collectives()) c.members += static_cast<double>(t.members.size());
+    return c;
+  };
+  Count a = count(1), b = count(2);  // 2 and 3 steps in all
+  const double steps = sc.training.warmup + sc.training.steps, n = static_cast<double>(nodes);
+  auto scaled = [&](double at2, double at3, double nodes_factor) {  // fixed + per step x steps
+    double per_step = std::max(0.0, at3 - at2);
+    return nodes_factor * (std::max(0.0, at2 - 2 * per_step) + steps * per_step);
+  };
+  MemoryEstimate e;
+  e.tasks = scaled(a.own, b.own, n) + scaled(a.shared, b.shared, 1);
+  double edges = scaled(a.edges, b.edges, n);        // (an upper bound: some join shared tasks)
+  double members = scaled(a.members, b.members, n);  // a collective's members: n times one node's
+  const double gpus = n * sc.cluster.gpus_per_node;
+  double fan_out = 4;  // a ring's channels, a tree's children, a few transfers
+  if (const auto* ps = std::get_if<PsOptions>(&st.options); ps && ps->sharding == PsSharding::Range)
+    fan_out = std::max<double>(fan_out, 2.0 * ps->placement.servers);  // push and pull to every server
+  e.flows = gpus * fan_out;
+  e.bytes = kBaseBytes + gpus * kBytesPerGpu + e.tasks * kBytesPerTask + edges * kBytesPerEdge +
+            members * kBytesPerMember + e.flows * kBytesPerFlow;
+  return e;
+}
+
+double available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
 TrainingGraph build_training_graph(const Workload& wl, const Strategy& st, const Cluster& cluster,
                                    uint64_t seed) {
   std::unique_ptr<StepBuilder> strategy = find_strategy_entry(st.name)->builder(st);
@@ -547,7 +615,28 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
         opts.on_result(related(jobs[i]));
       }
   };
-  std::vector<bool> ran = run_parallel(jobs.size(), opts.jobs, opts.progress, [&](size_t k) {
+  // Refuse, before anything runs, a simulation that would not fit in memory.
+  // Simulations run at once share it: fewer threads when the largest ones together would not fit.
+  const double limit = opts.max_memory != 0 ? opts.max_memory : available_memory();
+  int threads = opts.jobs > 0 ? opts.jobs : usable_cpus();
+  std::vector<double> sizes;
+  for (const Job& j : jobs) {
+    if (limit <= 0 || skipped(j)) continue;
+    MemoryEstimate e = estimate_memory(sc, *j.spec, j.nodes);
+    sizes.push_back(e.bytes);
+    if (e.bytes <= limit) continue;
+    sc.cluster.nodes_where.fail(fmt::format(
+        "at {} nodes ({} GPUs) {} needs about {:.3g} GB ({:.3g} tasks over {} steps, up to {:.3g} flows at "
+        "once), more than the {:.3g} GB {}: fewer nodes or workload.steps, or --max-memory to override",
+        j.nodes, j.nodes * gpn, j.spec->label, e.bytes / 1e9, e.tasks, sc.training.warmup + sc.training.steps,
+        e.flows, limit / 1e9, opts.max_memory > 0 ? "of --max-memory" : "available (MemAvailable)"));
+  }
+  std::sort(sizes.rbegin(), sizes.rend());
+  auto together = [&](int k) {
+    return std::accumulate(sizes.begin(), sizes.begin() + std::min<size_t>(sizes.size(), k), 0.0);
+  };
+  while (threads > 1 && together(threads) > limit) --threads;
+  std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k) {
     size_t i = order[k];
     Job& j = jobs[i];
     const size_t s = strategy_of[i];

@@ -19,6 +19,9 @@ struct TrainingOptions {
   std::string trace_file;  // Perfetto trace of the first run, when set
   size_t top_links = 0;    // report this many most-loaded links per simulation
   int jobs = 0;            // simulations run at once (threads); 0: one per CPU this process may use
+  // A simulation whose memory estimate passes this many bytes is refused before it runs (InputError naming
+  // cluster.nodes); 0: the memory available on this machine (MemAvailable), < 0: no check.
+  double max_memory = 0;
   // Called after each finished simulation of run_training (from its worker threads, one call at a time).
   std::function<void(size_t done, size_t total)> progress;
   // Points (strategy label, node count) not to run: rows a resumed sweep has already. A reference still runs
@@ -88,6 +91,19 @@ double measured_step_time(const Workload& wl, const std::vector<std::vector<Task
 
 std::vector<TrainingResult> run_training(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                                          const TrainingOptions& options);
+// What one simulation will hold, estimated before it runs from graphs of one node with one and with two
+// measured steps (tasks and dependencies per node and step, scaled to the nodes and steps), and an upper
+// bound on the flows in flight at once (every GPU to every server for a parameter server splitting each
+// chunk over all of them, else a few per GPU).
+struct MemoryEstimate {
+  double bytes = 0;
+  double tasks = 0;
+  double flows = 0;
+};
+MemoryEstimate estimate_memory(const Scenario& scenario, const Strategy& strategy, int64_t nodes);
+// The memory this machine has available now (MemAvailable of /proc/meminfo), or 0 when unknown.
+double available_memory();
+
 // The report's row of one result (every row of a scenario has the same keys: `has_ps` when any strategy is a
 // parameter server; `stats` adds the engine's counts).
 Record training_record(const TrainingResult& r, bool has_ps, bool stats);

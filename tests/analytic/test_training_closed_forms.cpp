@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/net/cluster.hpp"
 #include "sim/train/training.hpp"
 
 using namespace ddlsim;
@@ -385,4 +386,33 @@ TEST(TrainingClosedForm, ShardingByVariableSendsEachLayerToItsServer) {
   }
   TrainingResult range = run("[{name: ps, servers: 4, placement: dedicated}]", "", 4, small);
   EXPECT_DOUBLE_EQ(range.ps_max_server_bytes, 4 * 2e6);  // 8 MB sliced in 4 ranges of 2 MB
+}
+
+// The memory estimate counts tasks from one-node graphs of 2 and 3 steps: a worker's tasks are
+// T(n, S) = n (W(2) - 2 d + S d) with d = W(3) - W(2), the tasks of no worker (collectives) the same without
+// n. Data-parallel graphs repeat per worker and per step, so at 4 and 8 nodes and 7 steps that is the real
+// graph's task count exactly for ddp; a PS on dedicated hosts has per-step server tasks that the one-node
+// graph counts once per node: an upper bound within 2x.
+TEST(MemoryEstimate, TasksScaleByNodesAndStepsAsTheRealGraph) {
+  std::string file = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
+  for (const char* strategies :
+       {"strategies=[ddp]", "strategies=[{name: ps, servers: 2, placement: dedicated}]"}) {
+    Scenario sc = load_scenario(file, {"workload.warmup_steps=2", "workload.steps=5", strategies});
+    const Strategy& st = sc.strategies[0];
+    for (int64_t nodes : {4, 8}) {
+      Cluster cluster = build_cluster(sc.cluster, nodes, st.server_hosts());
+      double tasks =
+          static_cast<double>(build_training_graph(sc.training, st, cluster, sc.seed).graph.size());
+      MemoryEstimate e = estimate_memory(sc, st, nodes);
+      if (st.is_ps()) {
+        EXPECT_GE(e.tasks, tasks);
+        EXPECT_LE(e.tasks, 2.0 * tasks);
+      } else {
+        EXPECT_EQ(e.tasks, tasks);
+      }
+      EXPECT_GT(e.bytes, e.tasks * 100);  // at least the Task and its record
+    }
+    // The flows bound grows with the GPUs.
+    EXPECT_DOUBLE_EQ(estimate_memory(sc, st, 8).flows, 2 * estimate_memory(sc, st, 4).flows);
+  }
 }

@@ -173,3 +173,22 @@ TEST(CliSweep, CollectiveRowsStreamAsJsonLines) {
   EXPECT_EQ(sorted_rows("header\n" + slurp(file)).size(), 6u);
   std::remove(file.c_str());
 }
+
+// A run whose memory estimate passes --max-memory (default: the memory available) is refused before it runs,
+// with exit 2, at cluster.nodes, giving the estimate and what to change; `none` turns the check off.
+TEST(CliSweep, MemoryEstimateRefusesARunThatWouldNotFit) {
+  const std::string run = std::string("run '") + DDLSIM_SOURCE_DIR +
+                          "/scenarios/aach2023/resnet50-dali-cpu.yaml' --set 'cluster.nodes=[2]' ";
+  auto refused = ddlsim_test::run_ddlsim(run + "--max-memory 1MB", ddlsim_test::Capture::Both);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.out.find("cluster.nodes: at 2 nodes (8 GPUs) ddp needs about "), std::string::npos)
+      << refused.out;
+  EXPECT_NE(refused.out.find("more than the 0.001 GB of --max-memory: fewer nodes or workload.steps"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(ddlsim_test::run_ddlsim(run + "--max-memory none").status, 0);
+  EXPECT_EQ(ddlsim_test::run_ddlsim(run + "--max-memory 64GB").status, 0);
+  auto bad = ddlsim_test::run_ddlsim(run + "--max-memory lots", ddlsim_test::Capture::Both);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--max-memory: expected a size like 16GB, or none"), std::string::npos) << bad.out;
+}
