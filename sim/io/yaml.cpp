@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -35,12 +36,60 @@ std::string join_path(const std::string& base, const std::string& key) {
 
 // Duplicate keys are errors (yaml-cpp keeps the first and would ignore the rest). Iterative, and each node
 // visited once by its position, so deep nesting and alias bombs cost no more than the text.
-void check_unique_keys(const YAML::Node& root, const std::string& file) {
+// A quoted scalar that runs over lines reading like keys (`name: value`): YAML lets a quoted value span
+// lines, so a missing closing quote silently takes the rest of the file (or up to the next quote) into it,
+// and the keys there vanish. Refused at the opening quote.
+void check_quoted(const YAML::Node& n, const std::string& text, const std::string& file,
+                  const std::string& path) {
+  if (!n.IsScalar() || n.Tag() != "!") return;  // quoted scalars carry the non-specific tag "!"
+  const YAML::Mark m = n.Mark();
+  if (m.pos < 0 || static_cast<size_t>(m.pos) >= text.size()) return;
+  const char quote = text[static_cast<size_t>(m.pos)];
+  if (quote != '"' && quote != '\'') return;
+  auto key_like = [&](size_t at) {  // the line starting at `at` begins with `name:` then a blank or its end
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '-')) ++at;
+    size_t b = at;
+    while (at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '_' ||
+                                text[at] == '.' || text[at] == '-'))
+      ++at;
+    return at > b && at + 1 <= text.size() && text[at] == ':' &&
+           (at + 1 == text.size() || text[at + 1] == ' ' || text[at + 1] == '\n' || text[at + 1] == '\r');
+  };
+  int lines = 0;
+  bool keys = false;
+  size_t i = static_cast<size_t>(m.pos) + 1;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (quote == '"' && c == '\\') {
+      ++i;
+    } else if (c == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;
+        continue;
+      }
+      break;
+    } else if (c == '\n') {
+      ++lines;
+      keys = keys || key_like(i + 1);
+    }
+  }
+  if (lines == 0 || !keys) return;
+  std::string until =
+      i >= text.size() ? "to the end of the file"
+                       : fmt::format("over {} lines, to a quote on line {}", lines + 1, m.line + 1 + lines);
+  throw InputError({file, m.line + 1, m.column + 1}, path,
+                   fmt::format("this quoted value runs {} and takes in lines that read like keys: is its "
+                               "closing quote missing?",
+                               until));
+}
+
+void check_unique_keys(const YAML::Node& root, const std::string& text, const std::string& file) {
   std::vector<std::pair<YAML::Node, std::string>> stack = {{root, ""}};
   std::set<std::pair<int, int>> seen;
   while (!stack.empty()) {
     auto [n, path] = stack.back();
     stack.pop_back();
+    check_quoted(n, text, file, path);
     if (!n.IsMap() && !n.IsSequence()) continue;
     if (!seen.insert({n.Mark().line, n.Mark().column}).second) continue;
     if (n.IsSequence()) {
@@ -71,7 +120,7 @@ YamlNode YamlNode::load_string(const std::string& text, const std::string& name)
       throw InputError({name, docs[1].Mark().line + 1, docs[1].Mark().column + 1}, "",
                        "a second YAML document: a file holds one (it would be ignored)");
     YAML::Node doc = docs.empty() ? YAML::Node() : docs[0];
-    check_unique_keys(doc, name);
+    check_unique_keys(doc, text, name);
     return YamlNode(make_impl(doc, name), "");
   } catch (const YAML::Exception& e) {
     throw InputError({name, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
