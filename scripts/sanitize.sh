@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds ddlsim with AddressSanitizer and UndefinedBehaviorSanitizer (folder build-asan/ unless given) and runs
 # the whole test suite under them: any invalid access, leak or undefined behaviour fails its test. The MPI
-# kernel tests run with leak detection off: Open MPI keeps allocations of its own (and of the components it
-# loads) to the end of the process, which LeakSanitizer would report against every MPI program; memory errors
-# are still checked there. Warnings are not errors here: GCC 12 with ASan warns falsely inside libstdc++
-# (std::regex); the normal build treats them as errors. Usage: scripts/sanitize.sh [BUILD_DIR]
+# kernel tests run with leak detection off (Open MPI keeps allocations of its own and of the components it
+# loads to the end of the process, which LeakSanitizer would report against every MPI program; memory errors
+# are still checked) and one at a time (two mpirun start-ups slowed by the sanitizers have failed to start
+# side by side). Warnings are not errors here: GCC 12 with ASan warns falsely inside libstdc++ (std::regex);
+# the normal build treats them as errors. Usage: scripts/sanitize.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build-asan}
@@ -12,4 +13,4 @@ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDLSIM_SANITIZE=O
 cmake --build "$out" -j"$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$out" -j"$(nproc)" -E '^kernels_' --output-on-failure
-ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$out" -j"$(nproc)" -R '^kernels_' --output-on-failure
+ASAN_OPTIONS=detect_leaks=0 ctest --test-dir "$out" -j1 -R '^kernels_' --output-on-failure
