@@ -397,7 +397,9 @@ int calibrate_command(const std::vector<std::string>& args) {
     }
     std::vector<std::string> explained, unexplained;
     std::set<std::string> used_caveats;
-    for (const auto& [key, list] : by_group) {
+    for (const auto& group : by_group) {
+      const auto& [key, list] = group;
+      const Case& first = *group.second.front();  // (a lambda below: clang 14 cannot capture a binding)
       Stats s = stats_of(list);
       int64_t held_out = 0;
       for (const Case* c : list) held_out += !c->fit->in_fit;
@@ -414,8 +416,7 @@ int calibrate_command(const std::vector<std::string>& args) {
                                 {"verdict", std::string(ok ? "explained" : "not explained")},
                                 {"caveat", [&] {
                                    std::string tags;
-                                   for (const std::string& t :
-                                        caveats(*list.front()->m, list.front()->oversubscribed)) {
+                                   for (const std::string& t : caveats(*first.m, first.oversubscribed)) {
                                      tags += (tags.empty() ? "" : ",") + t;
                                      used_caveats.insert(t);
                                    }

@@ -83,6 +83,85 @@ void check_quoted(const YAML::Node& n, const std::string& text, const std::strin
                                until));
 }
 
+// yaml-cpp 0.7 never returns (allocating without end) from a document whose top-level value is a flow
+// collection or a quoted scalar followed by a comma (`{a: 1},` or `"a", b`; found by tests/fuzz). Such a
+// document is refused before it is parsed, at the comma.
+void check_top_level_comma(const std::string& text, const std::string& file) {
+  const size_t n = text.size();
+  size_t i = 0;
+  auto skip_blank = [&] {  // whitespace, line breaks and comments
+    while (i < n) {
+      char c = text[i];
+      if (c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+        ++i;
+      } else if (c == '#') {
+        while (i < n && text[i] != '\n') ++i;
+      } else {
+        break;
+      }
+    }
+  };
+  auto skip_quoted = [&] {  // from an opening quote to after its closing one
+    const char q = text[i++];
+    while (i < n) {
+      char c = text[i];
+      if (q == '"' && c == '\\') {
+        i += 2;
+        continue;
+      }
+      ++i;
+      if (c == q) {
+        if (q == '\'' && i < n && text[i] == '\'') {
+          ++i;
+          continue;
+        }
+        return;
+      }
+    }
+  };
+  for (size_t start = 0; start < n;) {  // each document: the text's start, then after each `---`
+    i = start;
+    skip_blank();
+    if (i + 3 <= n && text.compare(i, 3, "---") == 0 &&
+        (i + 3 == n || std::isspace(static_cast<unsigned char>(text[i + 3])))) {
+      i += 3;
+      skip_blank();
+    }
+    if (i < n && (text[i] == '{' || text[i] == '[' || text[i] == '"' || text[i] == '\'')) {
+      if (text[i] == '"' || text[i] == '\'') {
+        skip_quoted();
+      } else {
+        int depth = 0;
+        while (i < n) {
+          char c = text[i];
+          if (c == '"' || c == '\'') {
+            skip_quoted();
+            continue;
+          }
+          if (c == '#' && i > 0 && std::isspace(static_cast<unsigned char>(text[i - 1]))) {
+            while (i < n && text[i] != '\n') ++i;
+            continue;
+          }
+          ++i;
+          if (c == '{' || c == '[') ++depth;
+          if ((c == '}' || c == ']') && --depth == 0) break;
+        }
+      }
+      skip_blank();
+      if (i < n && text[i] == ',') {
+        size_t line_start = text.rfind('\n', i - 1);  // (i > 0 here)
+        line_start = line_start == std::string::npos ? 0 : line_start + 1;
+        int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
+        throw InputError({file, line, static_cast<int>(i - line_start) + 1}, "",
+                         "YAML syntax error: a comma after the document's whole value (outside brackets a "
+                         "document holds one value; a scenario is `key: value` lines)");
+      }
+    }
+    size_t next = text.find("\n---", i);  // the next document
+    start = next == std::string::npos ? n : next + 1;
+  }
+}
+
 void check_unique_keys(const YAML::Node& root, const std::string& text, const std::string& file) {
   std::vector<std::pair<YAML::Node, std::string>> stack = {{root, ""}};
   std::set<std::pair<int, int>> seen;
@@ -114,6 +193,7 @@ YamlNode YamlNode::load_file(const std::string& path) {
 }
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& name) {
+  check_top_level_comma(text, name);
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     if (docs.size() > 1)
@@ -133,6 +213,7 @@ void YamlNode::apply_override(const std::string& assignment) {
     throw InputError({"--set", 0, 0}, "", fmt::format("expected dotted.key=value, got \"{}\"", assignment));
   std::string key = assignment.substr(0, eq);
   YAML::Node value;
+  check_top_level_comma(assignment.substr(eq + 1), "--set");
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
