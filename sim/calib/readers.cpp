@@ -130,6 +130,18 @@ class KernelsReader {
       throw InputError({file_, line, 1}, "",
                        fmt::format("truncated or malformed ddlsim-kernels JSON: {}",
                                    s == std::string::npos ? what : what.substr(s)));
+    } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range: "... parsing '1e999'"
+      std::string what = e.what();
+      size_t q = what.find('\''), r = what.rfind('\'');
+      std::string number = q != std::string::npos && r > q ? what.substr(q + 1, r - q - 1) : "";
+      size_t at = number.empty() ? std::string::npos : text_.find(number);
+      int line = at == std::string::npos
+                     ? 1
+                     : 1 + static_cast<int>(std::count(
+                               text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+      throw InputError(
+          {file_, line, 1}, "",
+          fmt::format("a number out of range in ddlsim-kernels JSON: {}", number.empty() ? what : number));
     }
     if (!doc.is_object()) fail(1, "", "expected a JSON object from ddlsim-kernels");
     std::string tool = doc.contains("tool") && doc["tool"].is_string() ? doc["tool"].get<std::string>() : "";

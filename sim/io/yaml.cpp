@@ -83,82 +83,101 @@ void check_quoted(const YAML::Node& n, const std::string& text, const std::strin
                                until));
 }
 
-// yaml-cpp 0.7 never returns (allocating without end) from a document whose top-level value is a flow
-// collection or a quoted scalar followed by a comma (`{a: 1},` or `"a", b`; found by tests/fuzz). Such a
-// document is refused before it is parsed, at the comma.
-void check_top_level_comma(const std::string& text, const std::string& file) {
+// yaml-cpp 0.7 never returns (allocating without end) from some text where a comma follows a flow collection
+// or a quoted scalar outside any brackets: `{a: 1},` as a document, or after a top-level scalar and a comment
+// (found by tests/fuzz). Such a comma is never valid YAML (outside brackets a complete flow node is followed
+// by `:`, a line break or a comment), so it is refused here, at the comma, before yaml-cpp sees the text.
+// The scan follows what decides it: comments, quoted scalars and brackets that start a node (after a line
+// start, `: `, `- `, `? ` or inside brackets), and block scalars (`|`, `>`) whose more indented lines it
+// skips; a plain scalar's commas (`x: a, b`) are not after a closed node.
+void check_comma_after_flow_node(const std::string& text, const std::string& file) {
   const size_t n = text.size();
-  size_t i = 0;
-  auto skip_blank = [&] {  // whitespace, line breaks and comments
-    while (i < n) {
-      char c = text[i];
-      if (c == '\n' || c == ' ' || c == '\t' || c == '\r') {
-        ++i;
-      } else if (c == '#') {
-        while (i < n && text[i] != '\n') ++i;
-      } else {
-        break;
-      }
-    }
+  auto fail_at = [&](size_t i) {
+    size_t line_start = text.rfind('\n', i == 0 ? 0 : i - 1);
+    line_start = line_start == std::string::npos || i == 0 ? 0 : line_start + 1;
+    int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+    throw InputError(
+        {file, line, static_cast<int>(i - line_start) + 1}, "",
+        "YAML syntax error: a comma after a complete [..], {..} or quoted value outside brackets "
+        "(a list is [a, b] or one `- item` per line)");
   };
-  auto skip_quoted = [&] {  // from an opening quote to after its closing one
-    const char q = text[i++];
-    while (i < n) {
-      char c = text[i];
-      if (q == '"' && c == '\\') {
-        i += 2;
+  int depth = 0;        // brackets open
+  bool closed = false;  // at depth 0: a flow node or quoted scalar ended, only blanks or comments since
+  char last = '\n';     // the last significant character on this line ('\n' at its start)
+  size_t indent = 0;    // this line's indentation
+  size_t block_indent = SIZE_MAX;  // inside a block scalar: lines indented more than this are its text
+  for (size_t i = 0; i < n;) {
+    char c = text[i];
+    if (c == '\n') {
+      ++i;
+      last = '\n';
+      indent = 0;
+      while (i < n && text[i] == ' ') {
+        ++i;
+        ++indent;
+      }
+      if (block_indent != SIZE_MAX) {
+        if (i < n && text[i] != '\n' && text[i] != '\r' && indent <= block_indent) {
+          block_indent = SIZE_MAX;  // the block scalar ended
+        } else {
+          while (i < n && text[i] != '\n') ++i;  // its text (or a blank line)
+        }
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    const bool node_start =
+        depth > 0 ? last == '\n' || last == '[' || last == '{' || last == ',' || last == ':' || last == '?'
+                  : last == '\n' || last == ':' || last == '-' || last == '?';
+    if (c == '#' && (i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])))) {
+      while (i < n && text[i] != '\n') ++i;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && node_start) {
+      ++i;
+      while (i < n) {
+        char q = text[i++];
+        if (c == '"' && q == '\\') {
+          ++i;
+        } else if (q == c) {
+          if (c == '\'' && i < n && text[i] == '\'') {
+            ++i;
+            continue;
+          }
+          break;
+        }
+      }
+      last = c;
+      closed = depth == 0;
+      continue;
+    }
+    if ((c == '[' || c == '{') && (depth > 0 || node_start)) {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      closed = --depth == 0;
+      last = c;
+      ++i;
+      continue;
+    } else if (c == ',' && depth == 0 && closed) {
+      fail_at(i);
+    } else if ((c == '|' || c == '>') && depth == 0 && node_start) {
+      size_t j = i + 1;  // a block scalar's header: indicators, then a comment or the line's end
+      while (j < n && (text[j] == '-' || text[j] == '+' || std::isdigit(static_cast<unsigned char>(text[j]))))
+        ++j;
+      while (j < n && (text[j] == ' ' || text[j] == '\t')) ++j;
+      if (j == n || text[j] == '\n' || text[j] == '\r' || text[j] == '#') {
+        block_indent = indent;
+        while (i < n && text[i] != '\n') ++i;
         continue;
       }
-      ++i;
-      if (c == q) {
-        if (q == '\'' && i < n && text[i] == '\'') {
-          ++i;
-          continue;
-        }
-        return;
-      }
     }
-  };
-  for (size_t start = 0; start < n;) {  // each document: the text's start, then after each `---`
-    i = start;
-    skip_blank();
-    if (i + 3 <= n && text.compare(i, 3, "---") == 0 &&
-        (i + 3 == n || std::isspace(static_cast<unsigned char>(text[i + 3])))) {
-      i += 3;
-      skip_blank();
-    }
-    if (i < n && (text[i] == '{' || text[i] == '[' || text[i] == '"' || text[i] == '\'')) {
-      if (text[i] == '"' || text[i] == '\'') {
-        skip_quoted();
-      } else {
-        int depth = 0;
-        while (i < n) {
-          char c = text[i];
-          if (c == '"' || c == '\'') {
-            skip_quoted();
-            continue;
-          }
-          if (c == '#' && i > 0 && std::isspace(static_cast<unsigned char>(text[i - 1]))) {
-            while (i < n && text[i] != '\n') ++i;
-            continue;
-          }
-          ++i;
-          if (c == '{' || c == '[') ++depth;
-          if ((c == '}' || c == ']') && --depth == 0) break;
-        }
-      }
-      skip_blank();
-      if (i < n && text[i] == ',') {
-        size_t line_start = text.rfind('\n', i - 1);  // (i > 0 here)
-        line_start = line_start == std::string::npos ? 0 : line_start + 1;
-        int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(i), '\n'));
-        throw InputError({file, line, static_cast<int>(i - line_start) + 1}, "",
-                         "YAML syntax error: a comma after the document's whole value (outside brackets a "
-                         "document holds one value; a scenario is `key: value` lines)");
-      }
-    }
-    size_t next = text.find("\n---", i);  // the next document
-    start = next == std::string::npos ? n : next + 1;
+    if (depth == 0) closed = false;
+    last = c;
+    ++i;
   }
 }
 
@@ -193,7 +212,7 @@ YamlNode YamlNode::load_file(const std::string& path) {
 }
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& name) {
-  check_top_level_comma(text, name);
+  check_comma_after_flow_node(text, name);
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     if (docs.size() > 1)
@@ -213,7 +232,7 @@ void YamlNode::apply_override(const std::string& assignment) {
     throw InputError({"--set", 0, 0}, "", fmt::format("expected dotted.key=value, got \"{}\"", assignment));
   std::string key = assignment.substr(0, eq);
   YAML::Node value;
-  check_top_level_comma(assignment.substr(eq + 1), "--set");
+  check_comma_after_flow_node(assignment.substr(eq + 1), "--set");
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
