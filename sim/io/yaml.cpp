@@ -83,10 +83,11 @@ void check_quoted(const YAML::Node& n, const std::string& text, const std::strin
                                until));
 }
 
-// yaml-cpp 0.7 never returns (allocating without end) from some text where a comma follows a flow collection
-// or a quoted scalar outside any brackets: `{a: 1},` as a document, or after a top-level scalar and a comment
-// (found by tests/fuzz). Such a comma is never valid YAML (outside brackets a complete flow node is followed
-// by `:`, a line break or a comment), so it is refused here, at the comma, before yaml-cpp sees the text.
+// yaml-cpp 0.7 never returns (allocating without end) from some text with a comma outside brackets where a
+// node starts or after a flow collection or quoted scalar: `{a: 1},` as a document, the same after a
+// top-level scalar and a comment, `,` alone, `- a` then `,` on the next line (found by tests/fuzz). Such a
+// comma is never valid YAML (outside brackets a complete flow node is followed by `:`, a line break or a
+// comment, and no plain scalar starts with a comma), so it is refused here, before yaml-cpp sees the text.
 // The scan follows what decides it: comments, quoted scalars and brackets that start a node (after a line
 // start, `: `, `- `, `? ` or inside brackets), and block scalars (`|`, `>`) whose more indented lines it
 // skips; a plain scalar's commas (`x: a, b`) are not after a closed node.
@@ -99,8 +100,8 @@ void check_comma_after_flow_node(const std::string& text, const std::string& fil
         1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
     throw InputError(
         {file, line, static_cast<int>(i - line_start) + 1}, "",
-        "YAML syntax error: a comma after a complete [..], {..} or quoted value outside brackets "
-        "(a list is [a, b] or one `- item` per line)");
+        "YAML syntax error: a comma outside brackets where a value starts or after a complete [..], {..} "
+        "or quoted value (a list is [a, b] or one `- item` per line)");
   };
   int depth = 0;        // brackets open
   bool closed = false;  // at depth 0: a flow node or quoted scalar ended, only blanks or comments since
@@ -162,7 +163,7 @@ void check_comma_after_flow_node(const std::string& text, const std::string& fil
       last = c;
       ++i;
       continue;
-    } else if (c == ',' && depth == 0 && closed) {
+    } else if (c == ',' && depth == 0 && (closed || node_start)) {
       fail_at(i);
     } else if ((c == '|' || c == '>') && depth == 0 && node_start) {
       size_t j = i + 1;  // a block scalar's header: indicators, then a comment or the line's end
