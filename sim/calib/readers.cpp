@@ -642,7 +642,18 @@ Format detect(const std::string& text, const std::vector<Line>& lines, const std
 std::vector<Measurement> read_measurements_text(const std::string& text, const std::string& name,
                                                 const ReaderOptions& options) {
   std::vector<Line> lines = split_lines(text);
-  switch (detect(text, lines, name)) {
+  const Format format = detect(text, lines, name);
+  // nccl-tests and OSU write lines of a few hundred characters; a much longer one is not their output, and
+  // std::regex (whose matcher recurses per character) would overflow the stack on it (found by tests/fuzz).
+  constexpr size_t kMaxTextLine = 4096;
+  if (format == Format::Nccl || format == Format::Osu)
+    for (const Line& l : lines)
+      if (l.text.size() > kMaxTextLine)
+        fail_at(
+            name, l.number,
+            fmt::format("a line of {} characters: nccl-tests and OSU lines are far shorter (at most {} read)",
+                        l.text.size(), kMaxTextLine));
+  switch (format) {
     case Format::Kernels:
       return KernelsReader(text, name).read();
     case Format::Nccl:
