@@ -34,8 +34,8 @@ CommandSpec run_spec(const char* name, const char* usage, const char* descriptio
        "concurrent flows")  //
       ("stream", po::value<std::string>()->value_name("FILE"),
        "also write each row to FILE as soon as it finishes (CSV, or JSON Lines for a .jsonl name), flushed: "
-       "a "
-       "run that is interrupted or killed keeps its finished rows")  //
+       "a run that is interrupted or killed keeps its finished rows; {rank} in FILE is the rank under "
+       "--split")  //
       ("max-memory", po::value<std::string>()->value_name("SIZE|none"),
        "refuse a simulation whose memory estimate passes SIZE (e.g. 16GB; default: the memory available, "
        "none: no check)")  //
@@ -89,7 +89,9 @@ void add_link_rows(Report& report, const std::string& strategy, int64_t gpus,
                               {"peak_flows", static_cast<int64_t>(links[i].peak_flows)}});
 }
 
-int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override) {
+// `split`: this process's rank and the job's size under `sweep --split` ({0, 1} otherwise).
+int run_scenario(const std::string& path, const Args& a, const std::vector<int64_t>* nodes_override,
+                 std::pair<int64_t, int64_t> split = {0, 1}) {
   Scenario sc = load_scenario(path, a.sets);
   catch_interrupts();  // a first SIGINT/SIGTERM: abandon the simulations in flight, print what finished
   EngineOptions opts;
@@ -103,10 +105,18 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
   const size_t links = static_cast<size_t>(count_option(a, "links", 1).value_or(0));
   // --stream / --resume: rows to a file as they finish (the columns of this run's records).
   const bool resume = a.has("resume");
-  const std::string stream_path = resume ? a.str("resume") : a.str("stream");
+  std::string stream_path = resume ? a.str("resume") : a.str("stream");
   std::optional<RowStream> stream;
   if (!stream_path.empty()) {
     const char* flag = resume ? "--resume" : "--stream";
+    // Every process of a split sweep streams to its own file: {rank} in the name is its rank.
+    if (size_t at = stream_path.find("{rank}"); at != std::string::npos)
+      stream_path.replace(at, 6, std::to_string(split.first));
+    else if (split.second > 1)
+      command_line(flag).fail(fmt::format(
+          "with --split each of the {} processes needs a file of its own: put {{rank}} in the name (e.g. "
+          "rows-{{rank}}.csv)",
+          split.second));
     if (a.has("resume") && a.has("stream"))
       command_line("--stream").fail("give --stream or --resume, not both (--resume streams too)");
     if (!sc.jobs.empty())
@@ -259,15 +269,17 @@ int sweep_command(const std::vector<std::string>& args) {
   std::string list = a->str("nodes");
   if (list.empty()) throw InputError({"--nodes", 0, 0}, "", "sweep needs --nodes N[,N...]");
   std::vector<int64_t> counts = parse_count_list(list, "--nodes");
+  std::pair<int64_t, int64_t> split{0, 1};
   if (a->has("split")) {
-    auto [rank, size] = job_rank_and_size();
+    split = job_rank_and_size();
+    auto [rank, size] = split;
     std::vector<int64_t> mine;
     for (size_t i = static_cast<size_t>(rank); i < counts.size(); i += static_cast<size_t>(size))
       mine.push_back(counts[i]);
     if (mine.empty()) return 0;  // more processes than node counts: nothing to do here
     counts = std::move(mine);
   }
-  return run_scenario(a->positional[0], *a, &counts);
+  return run_scenario(a->positional[0], *a, &counts, split);
 }
 
 }  // namespace ddlsim::cli

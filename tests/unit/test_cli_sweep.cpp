@@ -192,3 +192,33 @@ TEST(CliSweep, MemoryEstimateRefusesARunThatWouldNotFit) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.out.find("--max-memory: expected a size like 16GB, or none"), std::string::npos) << bad.out;
 }
+
+// Under `sweep --split` each process streams to its own file: {rank} in the name is its rank, and a name
+// without it is refused when the job has more than one process (they would write one file together).
+TEST(CliSweep, SplitStreamsOneFilePerRank) {
+  const std::string dir = testing::TempDir();
+  const std::string sweep =
+      std::string("sweep '") + DDLSIM_SOURCE_DIR +
+      "/scenarios/star-ps-vs-ring.yaml' --set 'strategies=[ring]' --nodes 2,4,8 --split ";
+  for (const char* v : {"PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"}) unsetenv(v);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  for (const char* rank : {"0", "1"}) {
+    setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+    EXPECT_EQ(ddlsim_test::run_ddlsim(sweep + "--stream '" + dir + "split-{rank}.csv'").status, 0);
+  }
+  auto shared =
+      ddlsim_test::run_ddlsim(sweep + "--stream '" + dir + "split.csv'", ddlsim_test::Capture::Both);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(shared.status, 2);
+  EXPECT_NE(shared.out.find("--stream: with --split each of the 2 processes needs a file of its own"),
+            std::string::npos)
+      << shared.out;
+  // Rank 0 takes the counts at positions 0 and 2 (2 and 8 nodes), rank 1 the one at position 1.
+  EXPECT_EQ(sorted_rows(slurp(dir + "split-0.csv")).size(), 2u);
+  std::vector<std::string> one = sorted_rows(slurp(dir + "split-1.csv"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].rfind("ring,4,4,", 0), 0u) << one[0];
+  std::remove((dir + "split-0.csv").c_str());
+  std::remove((dir + "split-1.csv").c_str());
+}
