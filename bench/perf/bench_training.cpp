@@ -22,7 +22,7 @@
 //                                     step: every GPU pushes each bucket to every server (an all-to-all on
 //                                     the flow model)
 //   memory-*                          (--memory only) the memory estimate a run is checked against before
-//                                     it starts (estimate_memory) next to the peak RSS of the process,
+//                                     it starts (MemoryModel) next to the peak RSS of the process,
 //                                     cases in ascending size so that each one's peak is the new maximum
 // Usage: bench_training [--quick | --alps | --ps [NODES] | --memory]   (--quick: 64 and 1024 GPUs instead of
 // 1024 and 16384; --ps: 256 nodes unless given)
@@ -87,7 +87,7 @@ void ps_case(const std::string& file, int64_t nodes) {
 void memory_case(const std::string& name, const std::string& file, int64_t nodes,
                  const std::vector<std::string>& sets) {
   Scenario sc = load_scenario(file, sets);
-  MemoryEstimate e = estimate_memory(sc, sc.strategies[0], nodes);
+  MemoryEstimate e = MemoryModel(sc, sc.strategies[0]).at(nodes);
   auto t0 = std::chrono::steady_clock::now();
   TrainingOptions opts;
   opts.jobs = 1;

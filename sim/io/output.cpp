@@ -309,7 +309,7 @@ void write_report(std::ostream& out, Format format, const Report& r) {
 }
 
 RowStream::RowStream(std::string path, const Record& columns, bool resume)
-    : path_(std::move(path)), jsonl_(path_.size() > 6 && path_.compare(path_.size() - 6, 6, ".jsonl") == 0) {
+    : path_(std::move(path)), jsonl_(path_.ends_with(".jsonl")) {
   const std::string header = csv_line(columns, true);
   std::error_code ec;
   std::string kept_text;

@@ -430,11 +430,8 @@ constexpr double kBytesPerGpu = 16e3;
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const Scenario& sc, const Strategy& st, int64_t nodes) {
+MemoryModel::MemoryModel(const Scenario& sc, const Strategy& st) : scenario_(sc), strategy_(st) {
   Cluster one = build_cluster(sc.cluster, 1, st.server_hosts());
-  struct Count {
-    double own = 0, shared = 0, edges = 0, members = 0;  // tasks of a worker, tasks of none (collectives)
-  };
   auto count = [&](int steps) {
     Workload w = sc.training;
     w.warmup = 1;
@@ -446,19 +443,24 @@ MemoryEstimate estimate_memory(const Scenario& sc, const Strategy& st, int64_t n
     for (const CollectiveTask& t : g.graph.collectives()) c.members += static_cast<double>(t.members.size());
     return c;
   };
-  Count a = count(1), b = count(2);  // 2 and 3 steps in all
+  two_ = count(1);
+  three_ = count(2);
+}
+
+MemoryEstimate MemoryModel::at(int64_t nodes) const {
+  const Scenario& sc = scenario_;
   const double steps = sc.training.warmup + sc.training.steps, n = static_cast<double>(nodes);
-  auto scaled = [&](double at2, double at3, double nodes_factor) {  // fixed + per step x steps
-    double per_step = std::max(0.0, at3 - at2);
-    return nodes_factor * (std::max(0.0, at2 - 2 * per_step) + steps * per_step);
+  auto scaled = [&](double Count::*field, double nodes_factor) {  // fixed + per step x steps
+    double per_step = std::max(0.0, three_.*field - two_.*field);
+    return nodes_factor * (std::max(0.0, two_.*field - 2 * per_step) + steps * per_step);
   };
   MemoryEstimate e;
-  e.tasks = scaled(a.own, b.own, n) + scaled(a.shared, b.shared, 1);
-  double edges = scaled(a.edges, b.edges, n);        // (an upper bound: some join shared tasks)
-  double members = scaled(a.members, b.members, n);  // a collective's members: n times one node's
+  e.tasks = scaled(&Count::own, n) + scaled(&Count::shared, 1);
+  double edges = scaled(&Count::edges, n);      // (an upper bound: some join shared tasks)
+  double members = scaled(&Count::members, n);  // a collective's members: n times one node's
   const double gpus = n * sc.cluster.gpus_per_node;
   double fan_out = 4;  // a ring's channels, a tree's children, a few transfers
-  if (const auto* ps = std::get_if<PsOptions>(&st.options); ps && ps->sharding == PsSharding::Range)
+  if (const auto* ps = std::get_if<PsOptions>(&strategy_.options); ps && ps->sharding == PsSharding::Range)
     fan_out = std::max<double>(fan_out, 2.0 * ps->placement.servers);  // push and pull to every server
   e.flows = gpus * fan_out;
   e.bytes = kBaseBytes + gpus * kBytesPerGpu + e.tasks * kBytesPerTask + edges * kBytesPerEdge +
@@ -604,6 +606,14 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     return r;
   };
   auto reported = [&](const Job& j) { return j.gpu_limit == 0 && !skipped(j); };
+  // Whether job i runs: not skipped, or its strategy's reference while a point of the strategy runs.
+  auto needed = [&](size_t i) {
+    if (!skipped(jobs[i])) return true;
+    if (reference_job[strategy_of[i]] != i) return false;
+    for (size_t o = first_job[strategy_of[i]]; o < first_job[strategy_of[i] + 1]; ++o)
+      if (o != i && !skipped(jobs[o])) return true;
+    return false;
+  };
   std::mutex emit_lock;
   std::vector<uint8_t> finished(jobs.size(), 0), emitted(jobs.size(), 0);
   // Streams every finished point of strategy s whose reference has finished.
@@ -620,9 +630,13 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   const double limit = opts.max_memory != 0 ? opts.max_memory : available_memory();
   int threads = opts.jobs > 0 ? opts.jobs : usable_cpus();
   std::vector<double> sizes;
-  for (const Job& j : jobs) {
-    if (limit <= 0 || skipped(j)) continue;
-    MemoryEstimate e = estimate_memory(sc, *j.spec, j.nodes);
+  std::vector<std::optional<MemoryModel>> models(sc.strategies.size());
+  for (size_t i = 0; i < jobs.size() && limit > 0; ++i) {
+    if (!needed(i)) continue;
+    const Job& j = jobs[i];
+    std::optional<MemoryModel>& model = models[strategy_of[i]];
+    if (!model) model.emplace(sc, *j.spec);
+    MemoryEstimate e = model->at(j.nodes);
     sizes.push_back(e.bytes);
     if (e.bytes <= limit) continue;
     sc.cluster.nodes_where.fail(fmt::format(
@@ -639,14 +653,11 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k) {
     size_t i = order[k];
     Job& j = jobs[i];
-    const size_t s = strategy_of[i];
-    bool needed = !skipped(j);  // a skipped reference runs when a point of its strategy will
-    for (size_t o = first_job[s]; !needed && o < first_job[s + 1]; ++o) needed = o != i && !skipped(jobs[o]);
-    if (!needed) return;
+    if (!needed(i)) return;
     j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
     std::lock_guard<std::mutex> guard(emit_lock);
     finished[i] = 1;
-    emit(s);
+    emit(strategy_of[i]);
   });
   for (size_t k = 0; k < jobs.size(); ++k) jobs[order[k]].ran = ran[k] && finished[order[k]];
   // Every finished point whose reference finished (all of them unless interrupted), in the scenario's order.

@@ -100,7 +100,20 @@ struct MemoryEstimate {
   double tasks = 0;
   double flows = 0;
 };
-MemoryEstimate estimate_memory(const Scenario& scenario, const Strategy& strategy, int64_t nodes);
+// The one-node graphs are built once per strategy; at() scales them to any node count.
+class MemoryModel {
+ public:
+  MemoryModel(const Scenario& scenario, const Strategy& strategy);
+  MemoryEstimate at(int64_t nodes) const;
+
+ private:
+  struct Count {
+    double own = 0, shared = 0, edges = 0, members = 0;  // tasks of a worker, tasks of none (collectives)
+  };
+  const Scenario& scenario_;
+  const Strategy& strategy_;
+  Count two_, three_;  // one node, 2 and 3 steps in all
+};
 // The memory this machine has available now (MemAvailable of /proc/meminfo), or 0 when unknown.
 double available_memory();
 

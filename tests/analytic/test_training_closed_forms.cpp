@@ -403,7 +403,7 @@ TEST(MemoryEstimate, TasksScaleByNodesAndStepsAsTheRealGraph) {
       Cluster cluster = build_cluster(sc.cluster, nodes, st.server_hosts());
       double tasks =
           static_cast<double>(build_training_graph(sc.training, st, cluster, sc.seed).graph.size());
-      MemoryEstimate e = estimate_memory(sc, st, nodes);
+      MemoryEstimate e = MemoryModel(sc, st).at(nodes);
       if (st.is_ps()) {
         EXPECT_GE(e.tasks, tasks);
         EXPECT_LE(e.tasks, 2.0 * tasks);
@@ -413,6 +413,7 @@ TEST(MemoryEstimate, TasksScaleByNodesAndStepsAsTheRealGraph) {
       EXPECT_GT(e.bytes, e.tasks * 100);  // at least the Task and its record
     }
     // The flows bound grows with the GPUs.
-    EXPECT_DOUBLE_EQ(estimate_memory(sc, st, 8).flows, 2 * estimate_memory(sc, st, 4).flows);
+    MemoryModel model(sc, st);
+    EXPECT_DOUBLE_EQ(model.at(8).flows, 2 * model.at(4).flows);
   }
 }

@@ -222,3 +222,30 @@ TEST(CliSweep, SplitStreamsOneFilePerRank) {
   std::remove((dir + "split-0.csv").c_str());
   std::remove((dir + "split-1.csv").c_str());
 }
+
+// A resumed sweep simulates only the missing points (and the reference they need), and only those face the
+// memory check: with 256 nodes already in the file, resuming for the 2-node point fits in 50 MB, although
+// 256 nodes alone would be estimated at about 76 MB and refused.
+TEST(CliSweep, ResumeRunsOnlyTheMissingPoints) {
+  const std::string file = testing::TempDir() + "ddlsim-missing.csv";
+  const std::string sweep = std::string("sweep '") + DDLSIM_SOURCE_DIR +
+                            "/scenarios/aach2023/resnet50-dali-cpu.yaml' --set 'strategies=[ddp]' ";
+  ASSERT_EQ(ddlsim_test::run_ddlsim(sweep + "--nodes 1 --stream '" + file + "'").status, 0);
+  std::string kept = slurp(file);
+  std::string row1 = kept.substr(kept.find('\n') + 1);  // "ddp,4,1,..."
+  ASSERT_EQ(row1.rfind("ddp,4,1,", 0), 0u) << row1;
+  {
+    std::ofstream out(file, std::ios::app);
+    out << "ddp,1024,256," << row1.substr(8);  // the 256-node point, as if a run had finished it
+  }
+  auto big = ddlsim_test::run_ddlsim(sweep + "--nodes 256 --max-memory 50MB", ddlsim_test::Capture::Both);
+  EXPECT_EQ(big.status, 2) << big.out;  // alone, 256 nodes do not fit
+  auto resumed = ddlsim_test::run_ddlsim(sweep + "--nodes 1,2,256 --max-memory 50MB --resume '" + file +
+                                         "' --format csv");
+  EXPECT_EQ(resumed.status, 0) << resumed.out;
+  std::vector<std::string> ran = sorted_rows(resumed.out);
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran[0].rfind("ddp,8,2,", 0), 0u) << ran[0];
+  EXPECT_EQ(sorted_rows(slurp(file)).size(), 3u);
+  std::remove(file.c_str());
+}
