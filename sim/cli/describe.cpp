@@ -73,6 +73,12 @@ int describe_command(const std::vector<std::string>& args) {
     std::cout << fmt::format(
         "  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
         c.comm.goodput_inter);
+  if (c.comm.incast.on()) {
+    std::string curve;
+    for (const auto& [n, g] : c.comm.incast.points)
+      curve += fmt::format("{}{:g}: {:g}", curve.empty() ? "" : ", ", n, g);
+    std::cout << fmt::format("  TCP incast on switch ports into hosts: goodput by senders {{{}}}\n", curve);
+  }
   std::vector<double> bounds;
   for (const ReduceRange& r : c.comm.reduce) bounds.push_back(r.max_bytes);
   for (size_t i = 0; i < c.comm.reduce.size(); ++i) {

@@ -315,10 +315,39 @@ CommClass parse_comm_ranges(const YamlNode& list) {
   return c;
 }
 
+// `incast: {curve: [[senders, goodput], ...], source}`: senders whole and increasing from 1, goodput a
+// fraction in (0, 1] that never rises with more senders; `incast: none` turns a base's curve off.
+IncastCurve parse_incast(const YamlNode& node) {
+  IncastCurve c;
+  if (node.is_scalar() && node.as_string() == "none") return c;
+  if (!node.is_map()) node.fail("expected none or a map {curve: [[senders, goodput], ...], source}");
+  node.expect_keys({"curve", "source"});
+  YamlNode list = node["curve"];
+  if (!list.is_sequence()) list.fail("expected a list of [senders, goodput] pairs");
+  for (const YamlNode& p : list.elements()) {
+    std::vector<YamlNode> pair = p.is_sequence() ? p.elements() : std::vector<YamlNode>{};
+    if (pair.size() != 2) p.fail("expected a pair [senders, goodput], e.g. [16, 0.5]");
+    int64_t n = pair[0].as_int();
+    if (n < 1 || n > 1'000'000) pair[0].fail("senders must be between 1 and 1000000");
+    if (!c.points.empty() && n <= c.points.back().first)
+      pair[0].fail("senders must increase along the curve");
+    double g = pair[1].as_fraction();
+    if (!(g > 0 && g <= 1)) pair[1].fail("goodput must be a fraction in (0, 1]");
+    if (!c.points.empty() && g > c.points.back().second)
+      pair[1].fail(
+          fmt::format("goodput rises from {:g} to {:g}: an incast curve never rises with more senders",
+                      c.points.back().second, g));
+    c.points.emplace_back(static_cast<double>(n), g);
+  }
+  if (c.points.empty()) list.fail("list at least one [senders, goodput] pair");
+  return c;
+}
+
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu",
-                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports"});
+                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports",
+                    "incast"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -349,6 +378,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     m.goodput_inter = g->as_fraction();
     if (m.goodput_inter <= 0 || m.goodput_inter > 1) g->fail("goodput_inter must be in (0, 1]");
   }
+  if (auto in = comm.get("incast")) m.incast = parse_incast(*in);
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

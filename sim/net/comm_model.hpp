@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/units.hpp"
+#include "sim/net/flow_network.hpp"
 
 namespace ddlsim {
 
@@ -58,6 +59,10 @@ struct CommModel {
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.
   double goodput_inter = 1;
+  // TCP incast (loss-based transports on shallow switch buffers): a fabric switch's port into a host carries
+  // goodput_inter x this curve's goodput for the number of distinct senders with flows on it. Off by
+  // default, and for RDMA or credit-based fabrics (InfiniBand, Slingshot), which do not drop on fan-in.
+  IncastCurve incast;
   // Named host transports (`transport:` of a strategy): the built-in ones below, plus the comm map's
   // `transports:` (which may redefine them).
   //   ideal, rdma, nccl: no host CPU (the NIC or the GPU moves the bytes).

@@ -12,10 +12,51 @@ LinkId FlowNetwork::add_link(Rate capacity, Time latency) {
   assert(capacity.value > 0);
   Link l;
   l.capacity = capacity.value;
+  l.line = capacity.value;
   l.latency = latency;
   links_.push_back(std::move(l));
   if (!stats_.empty()) stats_.emplace_back();  // (sized at the first flow)
   return static_cast<LinkId>(links_.size() - 1);
+}
+
+double IncastCurve::goodput(double senders) const {
+  if (points.empty() || senders <= points.front().first) return points.empty() ? 1 : points.front().second;
+  for (size_t i = 1; i < points.size(); ++i)
+    if (senders <= points[i].first) {
+      const auto& [n0, g0] = points[i - 1];
+      const auto& [n1, g1] = points[i];
+      return g0 + (g1 - g0) * (senders - n0) / (n1 - n0);
+    }
+  return points.back().second;
+}
+
+void FlowNetwork::set_incast(LinkId l, const IncastCurve* curve) {
+  assert(active_ == 0);
+  links_[l].incast = curve && curve->on() ? curve : nullptr;
+  links_[l].capacity = links_[l].line * (links_[l].incast ? links_[l].incast->goodput(1) : 1.0);
+}
+
+double FlowNetwork::capacity_with(LinkId l, uint32_t senders) const {
+  const Link& k = links_[l];
+  return k.incast ? k.line * k.incast->goodput(senders) : k.capacity;
+}
+
+// Counts a flow from `sender` (its route's first link) on incast link l in or out; a sender arriving or
+// leaving queues l for a new capacity at the next resolve.
+void FlowNetwork::count_sender(LinkId l, LinkId sender, bool in) {
+  Link& k = links_[l];
+  size_t i = 0;
+  while (i < k.senders.size() && k.senders[i].first != sender) ++i;
+  if (in && i == k.senders.size()) k.senders.emplace_back(sender, 0);
+  if (in ? ++k.senders[i].second > 1 : --k.senders[i].second > 0) return;
+  if (!in) {
+    k.senders[i] = k.senders.back();
+    k.senders.pop_back();
+  }
+  if (!k.recap) {
+    k.recap = true;
+    recap_links_.push_back(l);
+  }
 }
 
 Time FlowNetwork::route_latency(std::span<const LinkId> route) const {
@@ -26,7 +67,7 @@ Time FlowNetwork::route_latency(std::span<const LinkId> route) const {
 
 Rate FlowNetwork::route_capacity(std::span<const LinkId> route) const {
   double c = std::numeric_limits<double>::infinity();
-  for (LinkId l : route) c = std::min(c, links_[l].capacity);
+  for (LinkId l : route) c = std::min(c, capacity_with(l, 1));  // (incast links: one sender)
   return Rate{c};
 }
 
@@ -53,6 +94,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     uint32_t on = static_cast<uint32_t>(l.flows.size());
     if (on == 1) u.busy_since = now.picoseconds();
     if (on > u.peak) u.peak = on;
+    if (l.incast) count_sender(route[i], route.front(), true);
   }
   f.remaining = bytes;
   f.rate = 0;
@@ -152,6 +194,7 @@ uint64_t FlowNetwork::pop_completion() {
         }
     }
     l.est = l.flows.empty() ? 0 : l.est - gone;
+    if (l.incast) count_sender(f.route[i], f.route.front(), false);
     if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
@@ -324,9 +367,21 @@ constexpr int kGrowthRounds = 6;
 }  // namespace
 
 void FlowNetwork::resolve(Time now) {
-  if (new_flows_.empty() && dirty_links_.empty()) return;
+  if (new_flows_.empty() && dirty_links_.empty() && recap_links_.empty()) return;
   ++stamp_;
   now_ = now;
+  // Incast links whose senders changed take their new capacity first; the ones that changed hand every flow
+  // on them to the region below (a capacity change moves certificates that no class step accounts for).
+  size_t recapped = 0;
+  for (LinkId lid : recap_links_) {
+    Link& l = links_[lid];
+    l.recap = false;
+    double c = l.line * l.incast->goodput(static_cast<double>(std::max<size_t>(1, l.senders.size())));
+    if (c == l.capacity) continue;
+    l.capacity = c;
+    recap_links_[recapped++] = lid;
+  }
+  recap_links_.resize(recapped);
   region_flows_.clear();
   region_links_.clear();
   // New flows: alone on their links they take their rate; next to a class (or flows that may form one) they
@@ -374,8 +429,12 @@ void FlowNetwork::resolve(Time now) {
       if (flows_[f].stamp != stamp_ && (flows_[f].bottleneck == l || flows_[f].bottleneck == kUncertified))
         add_to_region(f);
   }
+  for (LinkId l : recap_links_)
+    for (FlowId f : links_[l].flows)
+      if (flows_[f].stamp != stamp_) add_to_region(f);
   new_flows_.clear();
   dirty_links_.clear();
+  recap_links_.clear();
   if (region_flows_.empty()) return;
   for (int round = 0;; ++round) {
     if (!solve_region()) break;  // every region flow alone on its links: nothing held is affected
@@ -401,6 +460,7 @@ LinkId FlowNetwork::class_target(FlowId f) const {
   double best_share = std::numeric_limits<double>::infinity();
   for (LinkId m : flows_[f].route) {
     const Link& l = links_[m];
+    if (l.incast) continue;  // no class on an incast link: its capacity moves with its senders
     if (!l.members.empty()) {
       if (found) return kUncertified;
       found = true;
@@ -426,6 +486,7 @@ LinkId FlowNetwork::class_target(FlowId f) const {
 // link in series with l). Returns false, changing nothing, otherwise.
 bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time now) {
   Link& l = links_[lid];
+  if (l.incast) return false;
   bool forming = l.members.empty();
   double old = forming ? 0 : l.cls_rate;
   double cap = forming ? std::numeric_limits<double>::infinity() : l.cls_cap;

@@ -28,6 +28,15 @@ namespace ddlsim {
 using LinkId = uint32_t;
 using FlowId = uint32_t;
 
+// TCP incast: the goodput of a link that several senders converge on, as a fraction of its capacity, by the
+// number of distinct senders (points (senders, goodput), senders increasing, goodput non-increasing in (0,
+// 1]; linear between points, flat outside them). Empty: off (RDMA and credit-based fabrics, NVLink, PCIe).
+struct IncastCurve {
+  std::vector<std::pair<double, double>> points;
+  bool on() const { return !points.empty(); }
+  double goodput(double senders) const;
+};
+
 // What one directed link carried: bytes, the time it was busy (at least one flow on it), and the most flows
 // on it at once.
 struct LinkUsage {
@@ -42,9 +51,17 @@ class FlowNetwork {
   LinkId add_link(Rate capacity, Time latency);
   size_t link_count() const { return links_.size(); }
   Rate capacity(LinkId l) const { return Rate{links_[l].capacity}; }
+  // Makes link l an incast link: its capacity becomes its line capacity times curve.goodput(n) while n
+  // distinct senders (a flow's first link names its sender) have flows on it. `curve` must outlive the
+  // network.
+  void set_incast(LinkId l, const IncastCurve* curve);
+  bool incast(LinkId l) const { return links_[l].incast != nullptr; }
+  // The capacity of incast link l with `senders` senders (its capacity when l is not one).
+  double capacity_with(LinkId l, uint32_t senders) const;
   Time latency(LinkId l) const { return links_[l].latency; }
   Time route_latency(std::span<const LinkId> route) const;
-  Rate route_capacity(std::span<const LinkId> route) const;  // the smallest capacity on the route
+  // The smallest capacity on the route (an incast link's with one sender).
+  Rate route_capacity(std::span<const LinkId> route) const;
 
   // Adds a flow of `bytes` over `route`, draining from `now`. rate_cap <= 0 means unbounded. `tag` is
   // returned by pop_completion. The new rates take effect at the next resolve(now).
@@ -90,6 +107,11 @@ class FlowNetwork {
   };
   struct Link {
     double capacity = 0;
+    double line = 0;                      // capacity without incast
+    const IncastCurve* incast = nullptr;  // incast links: senders change the capacity
+    std::vector<std::pair<LinkId, uint32_t>>
+        senders;         // incast links: (a sender's first link, its flows here)
+    bool recap = false;  // incast links: sender count changed since resolve
     Time latency;
     std::vector<FlowId> flows;  // active flows on this link
     uint32_t stamp = 0;
@@ -179,6 +201,7 @@ class FlowNetwork {
   void heap_place(size_t i, FlowId id);
   void heap_sift(size_t i);
   void heap_update(FlowId id);
+  void count_sender(LinkId l, LinkId sender, bool in);
 
   std::vector<Link> links_;
   std::vector<LinkStats> stats_;
@@ -186,6 +209,7 @@ class FlowNetwork {
   std::vector<FlowId> free_flows_;
   std::vector<FlowId> new_flows_;
   std::vector<LinkId> dirty_links_;
+  std::vector<LinkId> recap_links_;  // incast links whose sender count changed
   // solver scratch
   std::vector<FlowId> region_flows_;
   std::vector<LinkId> region_links_;

@@ -316,7 +316,6 @@ bool FastPath::Evaluation::fits(LinkId l, LinkState& ls, const Interval& iv) {
     ++i;
   }
   if (sweep_.empty()) return true;
-  double capacity = fp_.transport_.net().capacity(l).value * (1 + kCapacitySlack);
   double load = 0;
   int32_t count = 0, peak = 0;
   int64_t covered = 0;  // of the message's real interval, the time some other message is on the link
@@ -342,6 +341,10 @@ bool FastPath::Evaluation::fits(LinkId l, LinkState& ls, const Interval& iv) {
       peak = std::max(peak, count);
     }
   }
+  // An incast link's capacity with the most messages on it at once, each counted a sender: at most its
+  // capacity with the senders it really has (the goodput falls with senders), so the check stays exact.
+  double capacity =
+      fp_.transport_.net().capacity_with(l, static_cast<uint32_t>(peak + 1)) * (1 + kCapacitySlack);
   if (load + iv.rate > capacity) return false;
   fixes_.push_back({l, covered, static_cast<uint32_t>(peak + 1)});
   return true;

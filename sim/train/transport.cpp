@@ -8,6 +8,14 @@ namespace ddlsim {
 Transport::Transport(const Topology& topo, const CommModel& comm, EventQueue& events)
     : comm_(comm), events_(events), router_(topo) {
   topo.build_network(net_);
+  // TCP incast where senders converge: a fabric switch's port into a host.
+  if (comm_.incast.on())
+    for (LinkId l = 0; l < topo.links().size(); ++l) {
+      const DirectedLink& d = topo.links()[l];
+      if (d.cls == LinkClass::Host && topo.vertex(d.from).kind == VertexKind::Switch &&
+          topo.vertex(d.to).kind != VertexKind::Switch)
+        net_.set_incast(l, &comm_.incast);
+    }
 }
 
 void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate) {

@@ -271,6 +271,25 @@ TEST(ClosedForm, DirectAllreduce) {
   }
 }
 
+TEST(ClosedForm, DirectAllreduceUnderIncast) {
+  // With a TCP incast curve g on the ports into hosts, each port takes p−1 senders at once: its capacity is
+  // g(p−1)·B, below the uplinks' B, so T = (p−1)·n/(g(p−1)·B) + 2l, on the fast path (which must decline:
+  // the standalone rates overfill the port) and on the flow model alike. g(1) = 1, g(3) = 0.5, g(15) = 0.2.
+  const std::string comm = "{incast: {curve: [[1, 1], [3, 0.5], [15, 0.2]]}}";
+  for (int p : {2, 4, 16}) {
+    SCOPED_TRACE(p);
+    double g = p == 2 ? 1.0 : p == 4 ? 0.5 : 0.2;
+    double want = (p - 1) * kN / (g * kB) + 2 * kL;
+    expect_rel(run(p, "direct", comm).time_s, want);
+    expect_rel(run(p, "direct", comm, "allreduce", false).time_s, want);
+  }
+  // Flows capped at c = 5 GB/s (bandwidth_inter): p−1 = 3 standalone rates fill 15 GB/s of a 25 GB/s port,
+  // which fits its line rate but not its incast capacity g(3)·B = 12.5 GB/s, where each gets 12.5/3 < c:
+  // T = 3n/(g(3)·B) + 2l (a fast path checking the line rate alone would give n/c + 2l: 20 ms instead of 24).
+  const std::string capped = "{bandwidth_inter: 5GB/s, incast: {curve: [[1, 1], [3, 0.5], [15, 0.2]]}}";
+  expect_rel(run(4, "direct", capped).time_s, 3 * kN / (0.5 * kB) + 2 * kL);
+}
+
 TEST(ClosedForm, BinaryTreeAllreduce) {
   // Full binary tree, p = 2^(h+1) − 1 (height h): at every level two children send n to one parent at once,
   // sharing its downlink (2n/B), and in the broadcast a parent sends n to two children at once, sharing its

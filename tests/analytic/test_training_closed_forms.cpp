@@ -137,6 +137,28 @@ TEST(TrainingClosedForms, SyncParameterServerSumsAndUpdatesOnItsCpu) {
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
+TEST(TrainingClosedForms, IncastSlowsThePushesIntoTheServerNotThePulls) {
+  // The sync PS step above with TCP incast on the star's ports into hosts, goodput g(n) = 1 for one sender
+  // and 0.5 from 4: the 4 pushes converge on the server's port at B·g(4) = B/2, the 4 pulls leave it to
+  // 4 ports with one sender each at B:
+  //   step = forward + backward + (4n / (B/2) + l) + (4n / B + l) + 4n/R + 4/3·n/R.
+  const double n = 4 * kLayerGrad, R = 10e9;
+  TrainingResult r =
+      run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB}]", "", 4,
+          {"cluster.comm={reduce_bandwidth_cpu: 10GB/s, incast: {curve: [[1, 1], [4, 0.5]]}}"});
+  double want = kForward + kBackward + (4 * n / (kB / 2) + kLink) + (4 * n / kB + kLink) + 4 * n / R +
+                4.0 / 3.0 * n / R;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
+TEST(TrainingClosedForms, IncastLeavesARingAlone) {
+  // A ring sends one flow into each host port: one sender, goodput g(1) = 1, so a DDP step is the same to
+  // the picosecond with the incast curve as without it.
+  const std::string curve = "cluster.comm={incast: {curve: [[1, 1], [2, 0.1]]}}";
+  TrainingResult with = run("[ddp]", "", 4, {curve}), without = run("[ddp]");
+  EXPECT_EQ(Time::from_seconds(with.step_time_s), Time::from_seconds(without.step_time_s));
+}
+
 TEST(TrainingClosedForms, AsyncParameterServerAppliesEachPushAsAnUpdate) {
   // One worker, one dedicated server, one 40 MB chunk, CPU rate R = 10 GB/s. Sync sums the push (n/R), then
   // updates (4/3·n/R); async applies the push to the weights at once, one update (4/3·n/R), no sum:

@@ -397,7 +397,25 @@ std::vector<Completion> run_checked(const RandomCase& c, double scale, uint64_t 
 }
 
 // Completion times of a fluid simulation in doubles with the reference solver (no picosecond rounding).
-std::vector<double> reference_finish(const RandomCase& c) {
+// `curve` (when given) makes links 0..incast_links-1 incast links: their capacity is the line rate times the
+// curve's goodput for the distinct first links of the flows on them.
+std::vector<double> effective_capacity(const std::vector<double>& line,
+                                       const std::vector<std::vector<LinkId>>& routes,
+                                       const IncastCurve* curve, size_t incast_links) {
+  std::vector<double> capacity = line;
+  for (size_t l = 0; curve && l < incast_links; ++l) {
+    std::vector<LinkId> senders;
+    for (const auto& r : routes)
+      if (std::find(r.begin(), r.end(), static_cast<LinkId>(l)) != r.end()) senders.push_back(r.front());
+    std::sort(senders.begin(), senders.end());
+    size_t n = static_cast<size_t>(std::unique(senders.begin(), senders.end()) - senders.begin());
+    capacity[l] = line[l] * curve->goodput(static_cast<double>(std::max<size_t>(n, 1)));
+  }
+  return capacity;
+}
+
+std::vector<double> reference_finish(const RandomCase& c, const IncastCurve* curve = nullptr,
+                                     size_t incast_links = 0) {
   size_t n = c.flows.size();
   std::vector<double> finish(n, -1), remaining(n);
   std::vector<bool> started(n, false);
@@ -416,7 +434,8 @@ std::vector<double> reference_finish(const RandomCase& c) {
         routes.push_back(c.flows[i].route);
         caps.push_back(c.flows[i].cap > 0 ? c.flows[i].cap : std::numeric_limits<double>::infinity());
       }
-    std::vector<double> rate = reference_rates(c.capacity, routes, caps);
+    std::vector<double> rate =
+        reference_rates(effective_capacity(c.capacity, routes, curve, incast_links), routes, caps);
     double step = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < active.size(); ++k) step = std::min(step, remaining[active[k]] / rate[k]);
     for (size_t i = 0; i < n; ++i)
@@ -826,6 +845,96 @@ TEST(FlowNetworkProperties, ColocatedAllToAllCompletionTimesMatchAFluidReference
     FlowNetwork net = build(c, 1.0);
     auto done = simulate(net, c.flows);
     std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
+// Incast links: capacity = line rate x g(n), n the distinct senders (first links) with flows on the link.
+const IncastCurve kHalfAtFour{{{1, 1.0}, {4, 0.5}, {16, 0.25}}};
+
+TEST(FlowNetworkIncast, CurveIsLinearBetweenPointsAndFlatOutside) {
+  // g(1) = 1, g(2) = 1 - 0.5/3, g(4) = 0.5, g(10) = 0.5 - 0.25·6/12 = 0.375, g(16) = g(100) = 0.25.
+  EXPECT_DOUBLE_EQ(kHalfAtFour.goodput(1), 1.0);
+  EXPECT_DOUBLE_EQ(kHalfAtFour.goodput(2), 1.0 - 0.5 / 3);
+  EXPECT_DOUBLE_EQ(kHalfAtFour.goodput(4), 0.5);
+  EXPECT_DOUBLE_EQ(kHalfAtFour.goodput(10), 0.375);
+  EXPECT_DOUBLE_EQ(kHalfAtFour.goodput(100), 0.25);
+  EXPECT_DOUBLE_EQ(IncastCurve{}.goodput(100), 1.0);
+}
+
+TEST(FlowNetworkIncast, NEqualSendersFinishAtNSOverBgN) {
+  // n flows of S bytes from n distinct senders into one link of B: together they get B·g(n), so all end at
+  // n·S / (B·g(n)); without the curve, n·S / B.
+  for (size_t n : {1, 2, 4, 10, 40}) {
+    SCOPED_TRACE(n);
+    FlowNetwork net;
+    LinkId sink = net.add_link(Rate{25 * kGB}, Time());
+    net.set_incast(sink, &kHalfAtFour);
+    std::vector<FlowSpec> flows;
+    for (size_t w = 0; w < n; ++w)
+      flows.push_back({{net.add_link(Rate{100 * kGB}, Time()), sink}, 10e6, 0, Time()});
+    auto done = simulate(net, flows);
+    ASSERT_EQ(done.size(), n);
+    for (const Completion& c : done)
+      expect_time(c.at,
+                  static_cast<double>(n) * 10e6 / (25 * kGB * kHalfAtFour.goodput(static_cast<double>(n))));
+  }
+}
+
+TEST(FlowNetworkIncast, CapacityFollowsTheSendersAsTheyLeave) {
+  // 4 senders with S, 2S, 2S, 2S bytes: all at B·g(4)/4 until the first ends at t1 = 4S / (B·g(4)); the
+  // other three then share B·g(3) with S left each: t2 = t1 + 3S / (B·g(3)).
+  const double S = 10e6, B = 25 * kGB;
+  FlowNetwork net;
+  LinkId sink = net.add_link(Rate{B}, Time());
+  net.set_incast(sink, &kHalfAtFour);
+  std::vector<FlowSpec> flows;
+  for (size_t w = 0; w < 4; ++w)
+    flows.push_back({{net.add_link(Rate{B}, Time()), sink}, w == 0 ? S : 2 * S, 0, Time()});
+  auto done = simulate(net, flows);
+  double t1 = 4 * S / (B * kHalfAtFour.goodput(4));
+  expect_time(at(done, 0), t1);
+  for (uint64_t tag : {1, 2, 3}) expect_time(at(done, tag), t1 + 3 * S / (B * kHalfAtFour.goodput(3)));
+}
+
+TEST(FlowNetworkIncast, FlowsOfOneSenderCountOnce) {
+  // Two flows from one sender (same first link) and one from another: 2 senders, B·g(2) shared by 3 flows,
+  // the sender's own link (4B) not binding: all end at 3S / (B·g(2)).
+  const double S = 10e6, B = 25 * kGB;
+  FlowNetwork net;
+  LinkId sink = net.add_link(Rate{B}, Time());
+  net.set_incast(sink, &kHalfAtFour);
+  LinkId a = net.add_link(Rate{4 * B}, Time()), b = net.add_link(Rate{4 * B}, Time());
+  auto done =
+      simulate(net, {{{a, sink}, S, 0, Time()}, {{a, sink}, S, 0, Time()}, {{b, sink}, S, 0, Time()}});
+  for (uint64_t tag : {0, 1, 2}) expect_time(at(done, tag), 3 * S / (B * kHalfAtFour.goodput(2)));
+}
+
+TEST(FlowNetworkProperties, IncastLinksKeepTheReferenceRatesAndCompletionTimes) {
+  // Random incasts (waves of workers into 1-3 server links, core links, cross traffic) with the server
+  // links made incast links: after every resolve, the rates equal the reference water-filling on the
+  // capacities the curve gives for the senders present; completion times equal the fluid reference's.
+  for (uint64_t seed = 7001; seed <= 7030; ++seed) {
+    RandomCase c = incast_case(seed, 4 + seed % 29, 1 + seed % 3, 1 + seed % 2);
+    for (FlowSpec& f : c.flows) f.cap = 0;  // (caps are covered above; here every flow is uncapped)
+    size_t servers = 1 + seed % 3;
+    FlowNetwork net = build(c, 1.0);
+    for (size_t s = 0; s < servers; ++s) net.set_incast(static_cast<LinkId>(s), &kHalfAtFour);
+    auto done = simulate(net, c.flows, [&](const FlowNetwork& n) {
+      std::vector<FlowId> ids = n.active_flow_ids();
+      std::vector<std::vector<LinkId>> routes;
+      for (FlowId f : ids) routes.emplace_back(n.route(f).begin(), n.route(f).end());
+      std::vector<double> caps(ids.size(), std::numeric_limits<double>::infinity());
+      std::vector<double> want =
+          reference_rates(effective_capacity(c.capacity, routes, &kHalfAtFour, servers), routes, caps);
+      for (size_t i = 0; i < ids.size(); ++i)
+        ASSERT_NEAR(n.rate(ids[i]), want[i], want[i] * 1e-9) << "seed " << seed;
+    });
+    if (HasFatalFailure()) return;
+    std::vector<double> want = reference_finish(c, &kHalfAtFour, servers);
     ASSERT_EQ(done.size(), c.flows.size());
     for (const Completion& x : done)
       ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
