@@ -110,6 +110,8 @@ struct Solution {
   double ssr = 0;
   int parameters = 0;  // fitted (not clamped) parameters
   bool clamped_gamma = false;
+  std::vector<double> residual;  // per row: relative residual (model / measured - 1)
+  std::vector<double> weight;    // per row: the robust fit's final weight (1: plain least squares)
 };
 
 // Gaussian elimination with partial pivoting on an equilibrated system (unit diagonal). False when singular.
@@ -137,19 +139,12 @@ bool solve_dense(std::vector<std::vector<double>> m, std::vector<double> b, std:
   return true;
 }
 
-// Minimises sum((a_i.x - t_i)/t_i)^2 with alpha, gap and gamma >= 0 and every beta > 0.
-std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bool with_gamma) {
-  std::vector<Vec> a;
+// Minimises sum(w_i ((a_i.x - t_i)/t_i)^2) with alpha, gap and gamma >= 0 and every beta > 0.
+std::optional<Solution> solve_weighted(const std::vector<Vec>& a, const std::vector<double>& w) {
   Solution s;
-  for (const Row& r : rows) {
-    Vec v = design(r.terms, bp);
-    for (int j = 0; j < kCols; ++j) {
-      double& e = v[static_cast<size_t>(j)];
-      e = with_gamma || j % kPer != kGammaCol ? e / r.t : 0;
-      s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || e != 0;
-    }
-    a.push_back(v);
-  }
+  for (const Vec& v : a)
+    for (int j = 0; j < kCols; ++j)
+      s.touched[static_cast<size_t>(j)] = s.touched[static_cast<size_t>(j)] || v[static_cast<size_t>(j)] != 0;
   std::array<bool, kCols> active = s.touched;
   std::vector<int> cols;
   while (true) {
@@ -160,12 +155,12 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bo
     size_t k = cols.size();
     std::vector<std::vector<double>> n(k, std::vector<double>(k, 0));
     std::vector<double> rhs(k, 0), scale(k), z;
-    for (const Vec& v : a)
+    for (size_t r = 0; r < a.size(); ++r)
       for (size_t i = 0; i < k; ++i) {
-        double vi = v[static_cast<size_t>(cols[i])];
+        double vi = a[r][static_cast<size_t>(cols[i])] * w[r];
         if (vi == 0) continue;
         rhs[i] += vi;
-        for (size_t j = 0; j < k; ++j) n[i][j] += vi * v[static_cast<size_t>(cols[j])];
+        for (size_t j = 0; j < k; ++j) n[i][j] += vi * a[r][static_cast<size_t>(cols[j])];
       }
     for (size_t i = 0; i < k; ++i) scale[i] = 1 / std::sqrt(n[i][i]);
     for (size_t i = 0; i < k; ++i) {
@@ -193,10 +188,62 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bo
     break;
   }
   s.parameters = static_cast<int>(cols.size());
-  for (const Vec& v : a) {
+  for (size_t r = 0; r < a.size(); ++r) {
     double pred = 0;
-    for (int j = 0; j < kCols; ++j) pred += v[static_cast<size_t>(j)] * s.x[static_cast<size_t>(j)];
-    s.ssr += (pred - 1) * (pred - 1);
+    for (int j = 0; j < kCols; ++j) pred += a[r][static_cast<size_t>(j)] * s.x[static_cast<size_t>(j)];
+    s.residual.push_back(pred - 1);
+    s.ssr += w[r] * (pred - 1) * (pred - 1);
+  }
+  s.weight = w;
+  return s;
+}
+
+// Robust scale of relative residuals: the normalised median absolute deviation (1.4826 MAD estimates the
+// standard deviation of normal errors; Huber, Robust Statistics, 1981).
+double robust_scale(const std::vector<double>& r) {
+  std::vector<double> abs;
+  for (double v : r) abs.push_back(std::fabs(v));
+  if (abs.empty()) return 0;
+  std::nth_element(abs.begin(), abs.begin() + static_cast<std::ptrdiff_t>(abs.size() / 2), abs.end());
+  return 1.4826 * abs[abs.size() / 2];
+}
+
+// The fit, robust to outliers: iteratively reweighted least squares, first with Huber's weights (k = 1.345,
+// 95% efficiency on normal errors), then from that start with Tukey's bisquare (c = 4.685), which gives a
+// gross outlier weight 0; the residual scale is the normalised MAD of each iterate (Holland & Welsch,
+// "Robust regression using iteratively reweighted least-squares", 1977). Residuals at rounding level (exact
+// data) keep the plain least squares.
+std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bool with_gamma, bool robust) {
+  std::vector<Vec> a;
+  for (const Row& r : rows) {
+    Vec v = design(r.terms, bp);
+    for (int j = 0; j < kCols; ++j) {
+      double& e = v[static_cast<size_t>(j)];
+      e = with_gamma || j % kPer != kGammaCol ? e / r.t : 0;
+    }
+    a.push_back(v);
+  }
+  std::optional<Solution> s = solve_weighted(a, std::vector<double>(a.size(), 1.0));
+  for (int pass = 0; robust && s && pass < 2; ++pass) {
+    for (int it = 0; it < 50; ++it) {
+      double scale = robust_scale(s->residual);
+      if (scale < 1e-6) return s;
+      std::vector<double> w(a.size());
+      for (size_t r = 0; r < a.size(); ++r) {
+        double u = std::fabs(s->residual[r]) / scale;
+        w[r] = pass == 0 ? (u <= 1.345 ? 1 : 1.345 / u)
+                         : (u < 4.685 ? std::pow(1 - (u / 4.685) * (u / 4.685), 2) : 0);
+      }
+      std::optional<Solution> next = solve_weighted(a, w);
+      if (!next) break;  // (a weight pattern the clamps cannot solve: keep the last solution)
+      bool moved = false;
+      for (int j = 0; j < kCols; ++j) {
+        double x0 = s->x[static_cast<size_t>(j)], x1 = next->x[static_cast<size_t>(j)];
+        moved = moved || std::fabs(x1 - x0) > 1e-9 * std::max(std::fabs(x0), std::fabs(x1));
+      }
+      s = next;
+      if (!moved) break;
+    }
   }
   return s;
 }
@@ -259,7 +306,9 @@ struct ClassFit {
   bool folded = false;
 };
 
-// The best breakpoints for one link class's rows: given ones, none, or the set with the lowest BIC.
+// The best breakpoints for one link class's rows: given ones, none, or the set with the lowest BIC of the
+// plain least squares (down-weighting the rows a wrong breakpoint misfits would favour it), refitted
+// robustly.
 std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions& o, std::string& note) {
   std::vector<Breaks> cands;
   if (o.single_range)
@@ -277,9 +326,9 @@ std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions
   for (const Breaks& bp : cands) {
     if (bp.size() + 1 > kMaxRanges) continue;
     ClassFit f{{}, bp, false};
-    std::optional<Solution> s = solve(rows, bp, true);
+    std::optional<Solution> s = solve(rows, bp, true, false);
     if (!s && any_reduce) {
-      s = solve(rows, bp, false);
+      s = solve(rows, bp, false, false);
       f.folded = true;
     }
     if (!s) continue;
@@ -290,6 +339,8 @@ std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions
       best_score = score;
     }
   }
+  if (best)
+    if (std::optional<Solution> r = solve(rows, best->bp, !best->folded, true)) best->s = *r;
   return best;
 }
 
@@ -357,6 +408,21 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
                       link_class_name(link)));
     FittedClass& cls = out.link[link];
     const Solution& s = f->s;
+    // Rows the robust fit gave weight 0: reported, so a bad measurement is seen rather than silently
+    // dragging the fit (or silently dropped).
+    std::vector<std::string> outliers;
+    for (size_t k = 0; k < cr.size() && k < s.weight.size(); ++k)
+      if (s.weight[k] == 0) {
+        const Measurement& m = ms[cr[k].index];
+        out.points[cr[k].index].outlier = true;
+        outliers.push_back(fmt::format("{}:{} ({} {} B, {} ranks: the fit is {:+.0f}% off)", m.file, m.line,
+                                       m.algorithm, m.bytes, m.ranks, 100 * s.residual[k]));
+      }
+    if (!outliers.empty())
+      out.notes.push_back(fmt::format(
+          "{}: {} outlier{} left out of the fit (off by more than 4.685 robust "
+          "standard deviations of the residuals): {}",
+          link_class_name(link), outliers.size(), outliers.size() > 1 ? "s" : "", fmt::join(outliers, "; ")));
     const std::vector<size_t> rows_in = rows_per_range(cr, f->bp);
     for (size_t range = 0; range <= f->bp.size(); ++range) {
       size_t base = range * kPer;
@@ -445,7 +511,7 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
     p.predicted = true;
     p.predicted_s = t;
     p.rel_error = (t - ms[i].time_s) / ms[i].time_s;
-    if (p.in_fit) errors.push_back(std::fabs(p.rel_error));
+    if (p.in_fit && !p.outlier) errors.push_back(std::fabs(p.rel_error));
   }
   out.fit_points = errors.size();
   out.residual_median = median(errors);

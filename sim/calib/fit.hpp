@@ -13,12 +13,13 @@
 // Each message pays the alpha and beta of the range its own size falls in (a ring's messages are n/p, not n),
 // each reduced operand the gamma of its range. Least squares weighted by 1/t^2 (relative errors), solved
 // through the small normal equations; alpha, gap and gamma are kept >= 0 by fixing a negative one at 0 and
-// refitting. The number of ranges and their breakpoints (message sizes with three fit rows in every range)
-// minimise the Bayesian information criterion, so a range is added only when it pays for its parameters.
-// With ping-pong and allreduce data beta and gamma separate; with allreduce data alone (every row with the
-// same gamma/beta ratio) gamma is folded into an effective beta, and the result says so. Allreduce results of
-// nccl-tests and OSU are modelled as ring (NCCL's default; MPI libraries choose per size, which the fit
-// cannot know).
+// refitting. The least squares are made robust by iterative reweighting (Huber, then Tukey's bisquare): a
+// gross outlier gets weight 0 and is reported instead of dragging the fit. The number of ranges and their
+// breakpoints (message sizes with three fit rows in every range) minimise the Bayesian information criterion,
+// so a range is added only when it pays for its parameters. With ping-pong and allreduce data beta and gamma
+// separate; with allreduce data alone (every row with the same gamma/beta ratio) gamma is folded into an
+// effective beta, and the result says so. Allreduce results of nccl-tests and OSU are modelled as ring
+// (NCCL's default; MPI libraries choose per size, which the fit cannot know).
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -80,6 +81,7 @@ struct FittedClass {
 struct FitPoint {
   bool modelled = false;   // a closed form exists
   bool in_fit = false;     // used by the fit
+  bool outlier = false;    // in the fit's input, but the robust fit gave it weight 0 (see the notes)
   bool predicted = false;  // the fitted parameters cover it (its class was measured)
   double predicted_s = 0;
   double rel_error = 0;  // (predicted - measured) / measured
@@ -92,7 +94,7 @@ struct FitResult {
   CommModel model;               // the fitted classes (unmeasured ones ideal), reduce ranges on GPU and CPU
   std::vector<FitPoint> points;  // one per input measurement, same order
   size_t fit_points = 0;
-  double residual_median = 0;  // |relative error| over the fit points
+  double residual_median = 0;  // |relative error| over the fit points (outliers apart)
   double residual_max = 0;
   std::vector<std::string> notes;
 };

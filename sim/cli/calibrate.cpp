@@ -357,7 +357,8 @@ int calibrate_command(const std::vector<std::string>& args) {
                {"ranks_per_node", m.ranks_per_node},
                {"servers", m.servers},
                {"bytes", static_cast<int64_t>(m.bytes)},
-               {"set", std::string(p.in_fit   ? "fit"
+               {"set", std::string(p.outlier  ? "outlier"
+                                   : p.in_fit ? "fit"
                                    : held_out ? "held-out"
                                               : "-")},
                {"measured_us", m.time_s * 1e6},

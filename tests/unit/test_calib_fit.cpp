@@ -213,6 +213,37 @@ TEST(CalibFit, FindsThreeRangesWithAGammaEach) {
   EXPECT_EQ(fit_comm_model(two_range_data()).link[kIntraNode].ranges.size(), 2u);
 }
 
+TEST(CalibFit, OneOutlierIsReportedAndDoesNotDragTheFit) {
+  // Ping-pong t = a + n·b (a = 5 us, 1/b = 10 GB/s) over 12 sizes with ±1% deterministic noise, sin(7k), and
+  // the largest point measured 10x too slow (a stalled run). Plain least squares on relative errors pull b
+  // toward the outlier by far more than the noise; the robust fit keeps a and b within it, gives the point
+  // weight 0 and names it (file:line) in the notes and as an outlier point.
+  const Params p{5, 10};
+  std::vector<Measurement> ms;
+  int k = 0;
+  for (double n = 1024; n <= 64 * 1048576.0; n *= 2.5, ++k) {
+    Measurement m = pingpong(std::round(n), p, false);
+    m.line = k + 1;
+    m.time_s *= 1 + 0.01 * std::sin(7.0 * k);
+    ms.push_back(m);
+  }
+  size_t bad = ms.size() - 1;
+  ms[bad].time_s *= 10;
+  FitOptions o;
+  o.single_range = true;
+  FitResult fit = fit_comm_model(ms, o);
+  const FittedRange& r = fit.link[kInterNode].ranges.at(0);
+  expect_rel(r.beta, 1e-10, 0.01, "beta");
+  expect_rel(r.alpha, 5e-6, 0.03, "alpha");
+  for (size_t i = 0; i < ms.size(); ++i) EXPECT_EQ(fit.points[i].outlier, i == bad) << i;
+  bool named = false;
+  for (const std::string& note : fit.notes)
+    named = named || (note.find("1 outlier left out of the fit") != std::string::npos &&
+                      note.find(fmt::format("synthetic:{}", ms[bad].line)) != std::string::npos);
+  EXPECT_TRUE(named) << fmt::format("{}", fmt::join(fit.notes, "\n"));
+  EXPECT_LT(fit.residual_max, 0.02);  // the outlier apart
+}
+
 TEST(CalibFit, SeparatesLinkClasses) {
   const Params intra{1, 20}, inter{4, 5};  // 50 ps/B and 200 ps/B
   std::vector<Measurement> ms;
