@@ -355,6 +355,11 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     YamlNode inner = doc["comm"];
     if (inner.has("calibration")) inner["calibration"].fail("a calibration file cannot name another one");
     m = parse_comm_model(inner, base);
+    // A fit that folded gamma into beta has the collectives' reduction inside its bandwidths: the cluster's
+    // GPU reduction rate would count it a second time (the parameter servers' CPU rate stays the cluster's).
+    if (std::optional<YamlNode> fit = doc.get("fit"); fit && fit->is_map())
+      if (std::optional<YamlNode> g = fit->get("gamma"); g && g->is_scalar() && g->as_string() == "folded")
+        for (ReduceRange& r : m.reduce) r.gamma_gpu = 0;
   }
   m.intra = parse_comm_class(comm, "intra", m.intra);
   m.inter = parse_comm_class(comm, "inter", m.inter);

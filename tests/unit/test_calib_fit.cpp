@@ -12,7 +12,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "sim/calib/calibration.hpp"
 #include "sim/calib/fit.hpp"
@@ -242,6 +246,38 @@ TEST(CalibFit, OneOutlierIsReportedAndDoesNotDragTheFit) {
                       note.find(fmt::format("synthetic:{}", ms[bad].line)) != std::string::npos);
   EXPECT_TRUE(named) << fmt::format("{}", fmt::join(fit.notes, "\n"));
   EXPECT_LT(fit.residual_max, 0.02);  // the outlier apart
+}
+
+TEST(CalibFit, AFoldedFitOnATopologyCountsTheReductionOnce) {
+  // A calibration whose gamma was folded into beta (allreduce data alone) used on a topology that gives a GPU
+  // reduction rate: the fitted bandwidth already holds the reduction, so the ring allreduce on p = 4 ranks is
+  //   2(p-1)a + 2(p-1)/p n b  (a = 5 us, 1/b = 10 GB/s, n = 64 MiB), with no (p-1)/p n g term;
+  // the same file without "gamma: folded" keeps the topology's gamma (1/g = 20 GB/s): + (p-1)/p n g.
+  const double a = 5e-6, b = 1e-10, g = 1 / (kReduceGBps * 1e9), n = 64 * 1048576.0, p = 4;
+  const std::filesystem::path dir = ::testing::TempDir();
+  const std::string topo = (dir / fmt::format("ddlsim-folded-topo-{}.yaml", getpid())).string();
+  std::ofstream(topo) << fmt::format(
+      "name: star\ngpus_per_node: 1\ngpu: a100-40gb\n"
+      "network: {{kind: star, link: {{bandwidth: 1000GB/s, latency: 0us}}}}\n"
+      "comm: {{reduce_bandwidth_gpu: {}GB/s}}\n",
+      kReduceGBps);
+  for (bool folded : {true, false}) {
+    SCOPED_TRACE(folded);
+    std::string cal = (dir / fmt::format("ddlsim-folded-{}-{}.yaml", getpid(), folded)).string();
+    std::ofstream(cal) << "comm:\n  inter:\n    - {alpha: 5us, bandwidth: 10GB/s}\n"
+                       << (folded ? "fit: {points: 9, gamma: folded}\n" : "fit: {points: 9}\n");
+    std::string text = fmt::format(
+        "name: t\n"
+        "cluster: {{topology: {}, nodes: 4, comm: {{calibration: {}}}}}\n"
+        "workload: {{collective: allreduce, bytes: {}B}}\n"
+        "strategies: [ring]\n",
+        topo, cal, n);
+    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
+    std::filesystem::remove(cal);
+    double want = 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (folded ? 0 : (p - 1) / p * n * g);
+    EXPECT_NEAR(run_collective_workload(sc, sc.strategies[0], 4).time_s, want, want * 1e-9);
+  }
+  std::filesystem::remove(topo);
 }
 
 TEST(CalibFit, SeparatesLinkClasses) {
