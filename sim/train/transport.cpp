@@ -18,23 +18,34 @@ Transport::Transport(const Topology& topo, const CommModel& comm, EventQueue& ev
     }
 }
 
+const Transport::Path& Transport::path(VertexId src, VertexId dst, uint32_t p) {
+  uint64_t key = (static_cast<uint64_t>(p) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
+  auto it = paths_.find(key);
+  if (it != paths_.end()) return it->second;
+  const std::vector<LinkId>& route = router_.route(src, dst, p);
+  return paths_
+      .emplace(key, Path{&route, net_.route_latency(route), net_.route_capacity(route).value,
+                         router_.same_node(src, dst)})
+      .first->second;
+}
+
 void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate) {
-  const std::vector<LinkId>& route = router_.route(src, dst);
-  const CommRange& range = (router_.same_node(src, dst) ? comm_.intra : comm_.inter).lookup(bytes);
-  latency = net_.route_latency(route) + range.alpha;
-  rate = net_.route_capacity(route).value * range.efficiency;
+  const Path& path0 = path(src, dst);
+  const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
+  latency = path0.latency + range.alpha;
+  rate = path0.capacity * range.efficiency;
   if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
 }
 
 uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now) {
   if (now < isolated_until_)
     throw std::logic_error("a transfer started while an isolated collective owned the network");
-  const CommClass& cls = router_.same_node(src, dst) ? comm_.intra : comm_.inter;
-  const CommRange& range = cls.lookup(bytes);
-  uint32_t paths = router_.same_node(src, dst) ? 1 : std::max<uint32_t>(1, comm_.multipath);
+  const bool local = path(src, dst).same_node;
+  const CommRange& range = (local ? comm_.intra : comm_.inter).lookup(bytes);
+  uint32_t paths = local ? 1 : std::max<uint32_t>(1, comm_.multipath);
   for (uint32_t p = 0; p < paths; ++p) {
-    const std::vector<LinkId>& route = router_.route(src, dst, p);
-    double rate_cap = net_.route_capacity(route).value * range.efficiency;
+    const Path& pp = path(src, dst, p);
+    double rate_cap = pp.capacity * range.efficiency;
     if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
     if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
     uint32_t slot;
@@ -45,9 +56,9 @@ uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag,
       slot = free_requests_.back();
       free_requests_.pop_back();
     }
-    requests_[slot] = FlowRequest{&route, bytes / paths, rate_cap, tag};
+    requests_[slot] = FlowRequest{pp.route, bytes / paths, rate_cap, tag};
     ++pending_flow_starts_;
-    events_.schedule(now + net_.route_latency(route) + range.alpha, EventKind::FlowStart, slot);
+    events_.schedule(now + pp.latency + range.alpha, EventKind::FlowStart, slot);
   }
   return paths;
 }

@@ -5,6 +5,7 @@
 // their latency. Also keeps the isolation promise of fast-path collectives: no message may start while one
 // owns the network.
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/net/comm_model.hpp"
@@ -47,6 +48,16 @@ class Transport {
     double bytes, cap;
     uint64_t tag;
   };
+  // What every message between two endpoints on one route shares, computed once: the route, its latency,
+  // its bottleneck capacity (an incast link's with one sender) and whether both ends are in one node.
+  struct Path {
+    const std::vector<LinkId>* route;
+    Time latency;
+    double capacity;
+    bool same_node;
+  };
+  const Path& path(VertexId src, VertexId dst, uint32_t p = 0);
+  std::unordered_map<uint64_t, Path> paths_;
   const CommModel& comm_;
   EventQueue& events_;
   FlowNetwork net_;
