@@ -159,7 +159,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
         if (done_before(st.label, n)) continue;
         CollectiveResult r;
         try {
-          r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links);
+          r = run_collective_workload(sc.cluster, *sc.collective, st, n, opts, links, max_memory_option(a));
         } catch (const Interrupted&) {
           break;
         }

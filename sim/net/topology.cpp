@@ -114,7 +114,8 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
     } else {
       fabric(sa, sb, salt, out);
     }
-    out.push_back(link_between(sb, nic_d));
+    out.push_back(link_between(nic_d, sb) ^ 1u);  // the NIC's cable, found from its side: a switch may
+                                                  // have a million ports (cables are link pairs 2k, 2k+1)
     if (nic_d != dst) intra(nic_d, dst, out);
   }
   return routes_.emplace(key, std::move(out)).first->second;

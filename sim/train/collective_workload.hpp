@@ -31,10 +31,20 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
                                        const std::string& label, const OptionReader& options);
 
 // Builds the cluster, the graph (one isolated collective) and runs it. Throws InputError (at the strategy)
-// when the plan does not fit the cluster.
+// when the plan does not fit the cluster, or when its messages in flight would not fit in `max_memory`
+// bytes (0: the memory available on this machine; < 0: no check).
 CollectiveResult run_collective_workload(const ClusterConfig& cluster, const CollectiveWorkload& workload,
                                          const Strategy& strategy, int64_t nodes, EngineOptions options = {},
-                                         size_t top_links = 0);
+                                         size_t top_links = 0, double max_memory = 0);
+
+// Memory a collective run needs, estimated from its plan before it runs: the cluster and routes per GPU,
+// and the messages the busiest round puts in flight (counted on up to 64 members spread over the plan, in
+// its first, middle and last round, and scaled to all members).
+struct CollectiveMemory {
+  double messages = 0;  // in flight at once
+  double bytes = 0;
+};
+CollectiveMemory collective_memory(const CollectivePlan& plan, uint32_t gpus);
 
 // The same for a scenario with a collective workload.
 CollectiveResult run_collective_workload(const Scenario& scenario, const Strategy& strategy, int64_t nodes,

@@ -290,6 +290,21 @@ TEST(ClosedForm, DirectAllreduceUnderIncast) {
   expect_rel(run(4, "direct", capped).time_s, 3 * kN / (0.5 * kB) + 2 * kL);
 }
 
+TEST(CollectiveMemory, MessagesInFlightFollowThePlan) {
+  // Direct allreduce: every rank sends to the p-1 others in its one round, p(p-1) messages at once; a ring
+  // sends one message per rank and round, p. bytes = 20 MB + 1.4 kB·p + 600 B·messages (the measured
+  // constants in collective_workload.cpp).
+  for (uint32_t p : {10u, 100u, 1000u}) {
+    SCOPED_TRACE(p);
+    auto direct = make_plan(CollectiveShape{Algorithm::Direct, p, 1, 0, 1e6});
+    auto ring = make_plan(CollectiveShape{Algorithm::Ring, p, 1, 0, 1e6});
+    CollectiveMemory d = collective_memory(*direct, p), r = collective_memory(*ring, p);
+    EXPECT_DOUBLE_EQ(d.messages, double(p) * (p - 1));
+    EXPECT_DOUBLE_EQ(r.messages, double(p));
+    EXPECT_DOUBLE_EQ(d.bytes, 20e6 + 1.4e3 * p + 600.0 * p * (p - 1));
+  }
+}
+
 TEST(ClosedForm, BinaryTreeAllreduce) {
   // Full binary tree, p = 2^(h+1) − 1 (height h): at every level two children send n to one parent at once,
   // sharing its downlink (2n/B), and in the broadcast a parent sends n to two children at once, sharing its
