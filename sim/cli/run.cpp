@@ -149,6 +149,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
     ProgressBar bar(sc.name);
     topts.progress = bar.callback();
     topts.top_links = links;
+    topts.max_memory = max_memory_option(a);
     report = links > 0 ? jobs_links_report(sc, topts) : run_jobs_report(sc, topts);
   } else if (sc.collective) {
     report.title = fmt::format("{}: {} of {} on {}", sc.name, collective_name(sc.collective->kind),
