@@ -139,8 +139,11 @@ bool solve_dense(std::vector<std::vector<double>> m, std::vector<double> b, std:
   return true;
 }
 
-// Minimises sum(w_i ((a_i.x - t_i)/t_i)^2) with alpha, gap and gamma >= 0 and every beta > 0.
-std::optional<Solution> solve_weighted(const std::vector<Vec>& a, const std::vector<double>& w) {
+// Minimises sum(w_i (a_i.x - y_i)^2) (rows scaled by 1/t_i: relative errors; y_i = 1 unless fixed
+// parameters moved part of the time to the right-hand side) with alpha, gap and gamma >= 0 and every beta
+// > 0.
+std::optional<Solution> solve_weighted(const std::vector<Vec>& a, const std::vector<double>& w,
+                                       const std::vector<double>& y) {
   Solution s;
   for (const Vec& v : a)
     for (int j = 0; j < kCols; ++j)
@@ -159,7 +162,7 @@ std::optional<Solution> solve_weighted(const std::vector<Vec>& a, const std::vec
       for (size_t i = 0; i < k; ++i) {
         double vi = a[r][static_cast<size_t>(cols[i])] * w[r];
         if (vi == 0) continue;
-        rhs[i] += vi;
+        rhs[i] += vi * y[r];
         for (size_t j = 0; j < k; ++j) n[i][j] += vi * a[r][static_cast<size_t>(cols[j])];
       }
     for (size_t i = 0; i < k; ++i) scale[i] = 1 / std::sqrt(n[i][i]);
@@ -191,8 +194,8 @@ std::optional<Solution> solve_weighted(const std::vector<Vec>& a, const std::vec
   for (size_t r = 0; r < a.size(); ++r) {
     double pred = 0;
     for (int j = 0; j < kCols; ++j) pred += a[r][static_cast<size_t>(j)] * s.x[static_cast<size_t>(j)];
-    s.residual.push_back(pred - 1);
-    s.ssr += w[r] * (pred - 1) * (pred - 1);
+    s.residual.push_back(pred - y[r]);
+    s.ssr += w[r] * (pred - y[r]) * (pred - y[r]);
   }
   s.weight = w;
   return s;
@@ -213,17 +216,39 @@ double robust_scale(const std::vector<double>& r) {
 // gross outlier weight 0; the residual scale is the normalised MAD of each iterate (Holland & Welsch,
 // "Robust regression using iteratively reweighted least-squares", 1977). Residuals at rounding level (exact
 // data) keep the plain least squares.
-std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bool with_gamma, bool robust) {
+// `fixed_beta` > 0: every range's beta is that (given, not fitted), its share of each time moved to the
+// right-hand side.
+std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bool with_gamma, bool robust,
+                              double fixed_beta = 0) {
   std::vector<Vec> a;
+  std::vector<double> y;
+  std::array<bool, kCols> fixed{};
   for (const Row& r : rows) {
     Vec v = design(r.terms, bp);
+    double target = 1;
     for (int j = 0; j < kCols; ++j) {
       double& e = v[static_cast<size_t>(j)];
       e = with_gamma || j % kPer != kGammaCol ? e / r.t : 0;
+      if (fixed_beta > 0 && is_beta(j) && e != 0) {
+        target -= e * fixed_beta;
+        fixed[static_cast<size_t>(j)] = true;
+        e = 0;
+      }
     }
     a.push_back(v);
+    y.push_back(target);
   }
-  std::optional<Solution> s = solve_weighted(a, std::vector<double>(a.size(), 1.0));
+  auto solved = [&](const std::vector<double>& w) {
+    std::optional<Solution> out = solve_weighted(a, w, y);
+    if (out)
+      for (int j = 0; j < kCols; ++j)
+        if (fixed[static_cast<size_t>(j)]) {
+          out->touched[static_cast<size_t>(j)] = true;
+          out->x[static_cast<size_t>(j)] = fixed_beta;
+        }
+    return out;
+  };
+  std::optional<Solution> s = solved(std::vector<double>(a.size(), 1.0));
   for (int pass = 0; robust && s && pass < 2; ++pass) {
     for (int it = 0; it < 50; ++it) {
       double scale = robust_scale(s->residual);
@@ -234,7 +259,7 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bo
         w[r] = pass == 0 ? (u <= 1.345 ? 1 : 1.345 / u)
                          : (u < 4.685 ? std::pow(1 - (u / 4.685) * (u / 4.685), 2) : 0);
       }
-      std::optional<Solution> next = solve_weighted(a, w);
+      std::optional<Solution> next = solved(w);
       if (!next) break;  // (a weight pattern the clamps cannot solve: keep the last solution)
       bool moved = false;
       for (int j = 0; j < kCols; ++j) {
@@ -309,15 +334,16 @@ struct ClassFit {
 // The best breakpoints for one link class's rows: given ones, none, or the set with the lowest BIC of the
 // plain least squares (down-weighting the rows a wrong breakpoint misfits would favour it), refitted
 // robustly.
-std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions& o, std::string& note) {
+std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions& o, std::string& note,
+                                  double fixed_beta = 0) {
   std::vector<Breaks> cands;
-  if (o.single_range)
+  if (o.single_range || fixed_beta > 0)
     cands = {{}};
   else if (!o.breakpoints.empty())
     cands = {o.breakpoints};
   else
     cands = candidates(rows);
-  if (cands.size() == 1 && !o.single_range && o.breakpoints.empty())
+  if (cands.size() == 1 && !o.single_range && o.breakpoints.empty() && fixed_beta <= 0)
     note = "too few message sizes for a breakpoint (three fit rows in every range needed): one range";
   bool any_reduce =
       std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.terms.reduces.empty(); });
@@ -326,9 +352,9 @@ std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions
   for (const Breaks& bp : cands) {
     if (bp.size() + 1 > kMaxRanges) continue;
     ClassFit f{{}, bp, false};
-    std::optional<Solution> s = solve(rows, bp, true, false);
+    std::optional<Solution> s = solve(rows, bp, true, false, fixed_beta);
     if (!s && any_reduce) {
-      s = solve(rows, bp, false, false);
+      s = solve(rows, bp, false, false, fixed_beta);
       f.folded = true;
     }
     if (!s) continue;
@@ -340,7 +366,7 @@ std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions
     }
   }
   if (best)
-    if (std::optional<Solution> r = solve(rows, best->bp, !best->folded, true)) best->s = *r;
+    if (std::optional<Solution> r = solve(rows, best->bp, !best->folded, true, fixed_beta)) best->s = *r;
   return best;
 }
 
@@ -398,13 +424,40 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
     const std::vector<Row>& cr = rows[static_cast<size_t>(link)];
     if (cr.empty()) continue;
     std::string note;
-    std::optional<ClassFit> f = fit_class(cr, o, note);
+    std::set<double> sizes;
+    for (const Row& r : cr)
+      for (const CostTerms::Messages& m : r.terms.messages) sizes.insert(m.bytes);
+    const double given = o.bandwidth[link] > 0 ? 1 / o.bandwidth[link] : 0;
+    // One message size: alpha and beta cannot be told apart, so beta comes from the cluster (if given).
+    std::optional<ClassFit> f = fit_class(cr, o, note, sizes.size() < 2 ? given : 0);
+    if (!f && sizes.size() >= 2 && given > 0) {  // e.g. flat timings: no beta > 0 fits; take the cluster's
+      f = fit_class(cr, o, note, given);
+      if (f)
+        out.notes.push_back(
+            fmt::format("{}: no beta > 0 fits the times (they do not grow with the "
+                        "message size): beta taken from the topology",
+                        link_class_name(link)));
+    }
     if (!note.empty()) out.notes.push_back(fmt::format("{}: {}", link_class_name(link), note));
+    if (f && sizes.size() < 2)
+      out.notes.push_back(
+          fmt::format("{}: one message size ({:g} B): beta from the topology ({:.4g} GB/s), "
+                      "alpha fitted",
+                      link_class_name(link), *sizes.begin(), o.bandwidth[link] / 1e9));
+    if (!f && sizes.size() < 2)
+      throw InputError(
+          {}, "",
+          fmt::format("cannot fit {}: every measurement has one message size ({:.0f} B), so a "
+                      "per-message cost (alpha) and a per-byte cost (beta) cannot be told apart; "
+                      "measure several sizes, or give --topology to take beta from the cluster's "
+                      "links and fit alpha alone",
+                      link_class_name(link), sizes.empty() ? 0.0 : *sizes.begin()));
     if (!f)
       throw InputError(
           {}, "",
-          fmt::format("cannot fit {}: alpha and beta are not separable with these measurements (each "
-                      "message-size range needs at least two message sizes; try --breakpoint none)",
+          fmt::format("cannot fit {}: no positive per-byte cost (beta) fits these times in some message-size "
+                      "range (they do not grow with the message size there, or a range has one size); try "
+                      "--breakpoint none, or --topology to take beta from the cluster's links",
                       link_class_name(link)));
     FittedClass& cls = out.link[link];
     const Solution& s = f->s;
@@ -489,7 +542,9 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
     out.model.reduce.clear();
     for (const FittedRange& r : cls.ranges)
       out.model.reduce.push_back({r.max_bytes, r.gamma, cpu_side ? r.gamma : 0});
-    if (f->folded)
+    if (f->folded && sizes.size() < 2)
+      out.notes.push_back("gamma not separable at one message size: the reductions' cost is inside alpha");
+    else if (f->folded)
       out.notes.push_back(
           std::any_of(cr.begin(), cr.end(), [](const Row& r) { return r.terms.reduces.empty(); })
               ? "gamma folded into beta: with gamma free the fit was singular or gave a bandwidth <= 0 "

@@ -58,6 +58,9 @@ struct FitOptions {
       std::numeric_limits<double>::infinity();              // fit only measurements up to this per-rank size
   int64_t max_ranks = std::numeric_limits<int64_t>::max();  // ... and up to this many ranks
   std::vector<std::string> algorithms;                      // ... and only these algorithms (empty: all)
+  // Per link class (intra, inter): one flow's rate on the cluster where the data were measured (bytes/s; 0:
+  // unknown). Used as 1/beta where beta cannot be fitted (a single message size, or times that do not grow).
+  double bandwidth[2] = {0, 0};
 };
 
 struct FittedRange {

@@ -19,6 +19,7 @@
 #include "sim/calib/readers.hpp"
 #include "sim/calib/replay.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/output_file.hpp"
@@ -217,7 +218,11 @@ int calibrate_command(const std::vector<std::string>& args) {
        "runs at every measured GPU count (a part of a node as its reference) and the efficiency minimising "
        "the squared relative errors is printed (and written by --out); --set overrides its keys")  //
       ("strategy", po::value<std::string>()->value_name("LABEL"),
-       "the scenario's strategy that ran (default: its first)");
+       "the scenario's strategy that ran (default: its first)")  //
+      ("topology", po::value<std::string>()->value_name("NAME|FILE"),
+       "the cluster the files were measured on: where a link class's data cannot separate beta from alpha "
+       "(one message size, or times that do not grow with it), beta is one flow's rate on its links and "
+       "alpha alone is fitted");
   std::optional<Args> parsed = parse_command(args, spec);
   if (!parsed) return 0;
   const Args& a = *parsed;
@@ -306,6 +311,15 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (!has_comm && scenario.empty())
     throw InputError({}, "",
                      "step times fit the compute efficiency of a training scenario: add --scenario S.yaml");
+  if (auto t = a.str("topology"); !t.empty()) {
+    ClusterConfig cc =
+        parse_cluster(YamlNode::load_string(fmt::format("{{topology: \"{}\"}}", t), "--topology"), false);
+    Cluster two = build_cluster(cc, cc.max_nodes == 1 ? 1 : 2);
+    double largest = 0;
+    for (const Measurement& m : ms) largest = std::max(largest, m.bytes);
+    fo.bandwidth[kIntraNode] = intra_node_cost(two, largest).rate;
+    fo.bandwidth[kInterNode] = inter_node_cost(two, largest).rate;
+  }
   FitResult fit = fit_comm_model(ms, fo);
   // Never write a calibration that is not a number: degenerate inputs (flat or constant timings) are refused.
   for (const FittedClass& cls : fit.link)

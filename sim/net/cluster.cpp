@@ -7,17 +7,27 @@
 
 namespace ddlsim {
 
-MessageCost inter_node_cost(const Cluster& c, double bytes) {
-  size_t other = static_cast<size_t>(c.gpus_per_node);
-  if (c.nodes < 2 || other >= c.gpus.size()) return {};
+namespace {
+MessageCost message_cost(const Cluster& c, size_t other, const CommClass& cls, double bytes) {
+  if (other >= c.gpus.size()) return {};
   Router router(c.topo);
   double rate = std::numeric_limits<double>::infinity();
   for (LinkId l : router.route(c.gpus[0], c.gpus[other]))
     rate = std::min(rate, c.topo.links()[l].spec.capacity.value);
-  const CommRange& r = c.comm.inter.lookup(bytes);
+  const CommRange& r = cls.lookup(bytes);
   rate *= r.efficiency;
   if (r.bandwidth > 0) rate = std::min(rate, r.bandwidth);
   return {r.alpha.seconds(), rate};
+}
+}  // namespace
+
+MessageCost intra_node_cost(const Cluster& c, double bytes) {
+  return c.gpus_per_node < 2 ? MessageCost{} : message_cost(c, 1, c.comm.intra, bytes);
+}
+
+MessageCost inter_node_cost(const Cluster& c, double bytes) {
+  return c.nodes < 2 ? MessageCost{}
+                     : message_cost(c, static_cast<size_t>(c.gpus_per_node), c.comm.inter, bytes);
 }
 
 Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHosts& servers) {

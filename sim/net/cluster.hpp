@@ -68,5 +68,7 @@ struct MessageCost {
   double alpha = 0, rate = 0;
 };
 MessageCost inter_node_cost(const Cluster& c, double bytes);
+// The same inside a node (GPU 0 to GPU 1 of node 0); {0, 0} with one GPU per node.
+MessageCost intra_node_cost(const Cluster& c, double bytes);
 
 }  // namespace ddlsim

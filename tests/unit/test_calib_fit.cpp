@@ -280,6 +280,26 @@ TEST(CalibFit, AFoldedFitOnATopologyCountsTheReductionOnce) {
   std::filesystem::remove(topo);
 }
 
+TEST(CalibFit, OneMessageSizeFitsAlphaWithBetaFromTheCluster) {
+  // Ping-pong at one size n = 1 MiB, t = a + n·b (a = 5 us, 1/b = 10 GB/s), three repeats: a and b cannot
+  // be told apart, so without a cluster the fit is refused, naming the cause; with the cluster's flow rate
+  // 1/b given, a = t - n·b exactly.
+  const Params p{5, 10};
+  std::vector<Measurement> ms(3, pingpong(1048576, p, false));
+  try {
+    fit_comm_model(ms);
+    ADD_FAILURE() << "a single message size was fitted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("one message size (1048576 B)"), std::string::npos) << e.what();
+  }
+  FitOptions o;
+  o.bandwidth[kInterNode] = 10e9;
+  FitResult fit = fit_comm_model(ms, o);
+  const FittedRange& r = fit.link[kInterNode].ranges.at(0);
+  expect_rel(r.beta, 1e-10, 1e-12, "beta");
+  expect_rel(r.alpha, 5e-6, 1e-6, "alpha");
+}
+
 TEST(CalibFit, SeparatesLinkClasses) {
   const Params intra{1, 20}, inter{4, 5};  // 50 ps/B and 200 ps/B
   std::vector<Measurement> ms;
