@@ -441,7 +441,7 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
     if (!note.empty()) out.notes.push_back(fmt::format("{}: {}", link_class_name(link), note));
     if (f && sizes.size() < 2)
       out.notes.push_back(
-          fmt::format("{}: one message size ({:g} B): beta from the topology ({:.4g} GB/s), "
+          fmt::format("{}: one message size ({:.0f} B): beta from the topology ({:.4g} GB/s), "
                       "alpha fitted",
                       link_class_name(link), *sizes.begin(), o.bandwidth[link] / 1e9));
     if (!f && sizes.size() < 2)
@@ -468,8 +468,8 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
       if (s.weight[k] == 0) {
         const Measurement& m = ms[cr[k].index];
         out.points[cr[k].index].outlier = true;
-        outliers.push_back(fmt::format("{}:{} ({} {} B, {} ranks: the fit is {:+.0f}% off)", m.file, m.line,
-                                       m.algorithm, m.bytes, m.ranks, 100 * s.residual[k]));
+        outliers.push_back(fmt::format("{}:{} ({} {:.0f} B, {} ranks: the fit is {:+.0f}% off)", m.file,
+                                       m.line, m.algorithm, m.bytes, m.ranks, 100 * s.residual[k]));
       }
     if (!outliers.empty())
       out.notes.push_back(fmt::format(
