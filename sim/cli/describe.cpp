@@ -5,8 +5,10 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/config/cluster.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/strategies/strategy.hpp"
+#include "sim/train/training.hpp"
 
 namespace ddlsim::cli {
 
@@ -106,6 +108,19 @@ int describe_command(const std::vector<std::string>& args) {
   };
   if (c.gpus.size() > 1) show(c.gpus[0], c.gpus[1]);
   if (c.gpus.size() > static_cast<size_t>(c.gpus_per_node)) show(c.gpus[0], c.gpus.back());
+  // A training scenario: what each strategy's run would take at these nodes (the estimate a run is checked
+  // against before it starts).
+  if (doc.has("workload") && doc.has("strategies") && !doc.has("jobs")) {
+    Scenario sc = load_scenario(a.positional[0], overrides);
+    if (!sc.collective)
+      for (const Strategy& st : sc.strategies) {
+        MemoryEstimate e = MemoryModel(sc, st).at(nodes);
+        std::cout << fmt::format(
+            "  run of {} at {} nodes: about {:.3g} tasks over {} steps, up to {:.3g} flows at once, {:.3g} "
+            "GB\n",
+            st.label, nodes, e.tasks, sc.training.warmup + sc.training.steps, e.flows, e.bytes / 1e9);
+      }
+  }
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // Every shipped scenario runs from the command line (as the README says) and gives the CSV and JSON kept in
 // tests/golden/scenarios/; describe prints what a user needs to check a cluster.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/scenario.hpp"
+#include "sim/train/training.hpp"
 #include "tests/support/cli.hpp"
 
 namespace {
@@ -84,6 +87,25 @@ TEST(ShippedScenarios, DescribePrintsLinksCommModelAndRoutes) {
                            "flow bound 20 GB/s", "comm inter any size     alpha 6 us", "efficiency 0.9",
                            "reduce any size     gpu 600 GB/s", "route 1 hops: n0.gpu0 > n0.gpu1"})
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+}
+
+TEST(ShippedScenarios, DescribePrintsEachStrategysRunEstimate) {
+  // The estimate a run is checked against, per strategy at the described node count: the default scenario's
+  // ddp and horovod at 256 nodes over its 13 steps, and the same numbers MemoryModel gives in code.
+  const std::string file = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
+  auto [status, out] =
+      ddlsim_test::run_ddlsim("describe '" + file + "' --nodes 256", ddlsim_test::Capture::Both);
+  ASSERT_EQ(status, 0) << out;
+  using namespace ddlsim;
+  Scenario sc = load_scenario(file, {});
+  for (const Strategy& st : sc.strategies) {
+    MemoryEstimate e = MemoryModel(sc, st).at(256);
+    std::string want = fmt::format(
+        "run of {} at 256 nodes: about {:.3g} tasks over 13 steps, up to {:.3g} flows "
+        "at once, {:.3g} GB",
+        st.label, e.tasks, e.flows, e.bytes / 1e9);
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  }
 }
 
 TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
