@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/core/interrupt.hpp"
+
 namespace ddlsim {
 
 // Max-plus evaluation of a round plan when every message gets its standalone rate: a member starts round s+1
@@ -215,6 +217,9 @@ bool FastPath::Evaluation::skipped_round(uint32_t s) {
 
 void FastPath::Evaluation::checked_round(uint32_t s) {
   for (uint32_t r = 0; r < p_ && ok_; ++r) {
+    // One evaluation is one engine instant, and a round of 10^6 members is long: SIGINT/SIGTERM are looked
+    // at here too (the engine looks every 4096 instants).
+    if ((r & 4095) == 4095) throw_if_interrupted();
     send_end_[r] = start_[r];
     sends_.clear();
     plan_.sends(r, s, sends_);
