@@ -126,14 +126,13 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   } catch (const std::invalid_argument& e) {
     st.where.fail(e.what());
   }
-  if (double limit = max_memory != 0 ? max_memory : available_memory(); limit > 0) {
+  if (const MemoryLimit limit = memory_limit(max_memory); limit.bytes > 0) {
     CollectiveMemory m = collective_memory(*task.plan, p);
-    if (m.bytes > limit)
+    if (m.bytes > limit.bytes)
       st.where.fail(fmt::format(
           "at {} node(s) ({} GPUs) the {} of {} puts about {:.3g} messages in flight and needs about {:.3g} "
-          "GB, more than the {:.3g} GB {}: fewer nodes, another strategy, or --max-memory to override",
-          nodes, p, collective_name(workload.kind), st.label, m.messages, m.bytes / 1e9, limit / 1e9,
-          max_memory > 0 ? "of --max-memory" : "available (MemAvailable)"));
+          "GB, more than the {}: fewer nodes, another strategy, or --max-memory to override",
+          nodes, p, collective_name(workload.kind), st.label, m.messages, m.bytes / 1e9, limit.text));
   }
   task.members = cluster.gpus;
   if (ps) {

@@ -218,7 +218,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
   Cluster machine = build_cluster(sc.cluster, sc.cluster.node_counts.at(0), hosts);
   // Memory, before any graph is built: each training job's estimate (as a run of its own on its nodes),
   // twice over (the graphs, and the runs that append copies of them: the shared run and each job alone).
-  if (const double limit = opts.max_memory != 0 ? opts.max_memory : available_memory(); limit > 0) {
+  if (const MemoryLimit limit = memory_limit(opts.max_memory); limit.bytes > 0) {
     double total = 0;
     for (size_t j = 0; j < sc.jobs.size(); ++j) {
       if (sc.jobs[j].background) continue;
@@ -228,12 +228,12 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
       one.strategies = {sc.jobs[j].strategy};
       total += MemoryModel(one, one.strategies[0]).at(static_cast<int64_t>(placed[j].size())).bytes;
     }
-    if (2 * total > limit)
+    if (2 * total > limit.bytes)
       sc.jobs_where.fail(
-          fmt::format("the jobs need about {:.3g} GB (their graphs and the runs that copy them), more than "
-                      "the {:.3g} GB {}: fewer nodes or steps per job, or --max-memory to override",
-                      2 * total / 1e9, limit / 1e9,
-                      opts.max_memory > 0 ? "of --max-memory" : "available (MemAvailable)"));
+          fmt::format("the jobs need about {:.3g} GB (their graphs and the runs that copy them), "
+                      "more than the {}: fewer nodes or steps per job, or --max-memory to "
+                      "override",
+                      2 * total / 1e9, limit.text));
   }
   std::vector<JobGraph> graphs;
   double slowdown = -1;

@@ -478,6 +478,13 @@ double available_memory() {
   return 0;
 }
 
+MemoryLimit memory_limit(double max_memory) {
+  if (max_memory < 0) return {};
+  double bytes = max_memory > 0 ? max_memory : available_memory();
+  return {bytes, fmt::format("{:.3g} GB {}", bytes / 1e9,
+                             max_memory > 0 ? "of --max-memory" : "available (MemAvailable)")};
+}
+
 TrainingGraph build_training_graph(const Workload& wl, const Strategy& st, const Cluster& cluster,
                                    uint64_t seed) {
   std::unique_ptr<StepBuilder> strategy = find_strategy_entry(st.name)->builder(st);
@@ -627,29 +634,30 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   };
   // Refuse, before anything runs, a simulation that would not fit in memory.
   // Simulations run at once share it: fewer threads when the largest ones together would not fit.
-  const double limit = opts.max_memory != 0 ? opts.max_memory : available_memory();
+  const MemoryLimit limit = memory_limit(opts.max_memory);
   int threads = opts.jobs > 0 ? opts.jobs : usable_cpus();
   std::vector<double> sizes;
   std::vector<std::optional<MemoryModel>> models(sc.strategies.size());
-  for (size_t i = 0; i < jobs.size() && limit > 0; ++i) {
+  for (size_t i = 0; i < jobs.size() && limit.bytes > 0; ++i) {
     if (!needed(i)) continue;
     const Job& j = jobs[i];
     std::optional<MemoryModel>& model = models[strategy_of[i]];
     if (!model) model.emplace(sc, *j.spec);
     MemoryEstimate e = model->at(j.nodes);
     sizes.push_back(e.bytes);
-    if (e.bytes <= limit) continue;
+    if (e.bytes <= limit.bytes) continue;
     sc.cluster.nodes_where.fail(fmt::format(
         "at {} nodes ({} GPUs) {} needs about {:.3g} GB ({:.3g} tasks over {} steps, up to {:.3g} flows at "
-        "once), more than the {:.3g} GB {}: fewer nodes or workload.steps, or --max-memory to override",
+        "once), more than the {}: fewer nodes or workload.steps, or --max-memory to override",
         j.nodes, j.nodes * gpn, j.spec->label, e.bytes / 1e9, e.tasks, sc.training.warmup + sc.training.steps,
-        e.flows, limit / 1e9, opts.max_memory > 0 ? "of --max-memory" : "available (MemAvailable)"));
+        e.flows, limit.text));
   }
   std::sort(sizes.rbegin(), sizes.rend());
   auto together = [&](int k) {
     return std::accumulate(sizes.begin(), sizes.begin() + std::min<size_t>(sizes.size(), k), 0.0);
   };
-  while (threads > 1 && together(threads) > limit) --threads;
+  // (no check: every thread; `--max-memory none` used to leave one)
+  while (limit.bytes > 0 && threads > 1 && together(threads) > limit.bytes) --threads;
   std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k) {
     size_t i = order[k];
     Job& j = jobs[i];

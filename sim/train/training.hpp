@@ -116,6 +116,14 @@ class MemoryModel {
 };
 // The memory this machine has available now (MemAvailable of /proc/meminfo), or 0 when unknown.
 double available_memory();
+// What a run may use, from a max_memory option (> 0: that; 0: available_memory(); < 0: no check, 0 returned),
+// and where that limit came from, for the refusal: "1.5 GB of --max-memory" or "23.8 GB available
+// (MemAvailable)".
+struct MemoryLimit {
+  double bytes = 0;  // 0: no check
+  std::string text;
+};
+MemoryLimit memory_limit(double max_memory);
 
 // The report's row of one result (every row of a scenario has the same keys: `has_ps` when any strategy is a
 // parameter server; `stats` adds the engine's counts).
