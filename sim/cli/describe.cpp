@@ -111,7 +111,7 @@ int describe_command(const std::vector<std::string>& args) {
   // A training scenario: what each strategy's run would take at these nodes (the estimate a run is checked
   // against before it starts).
   if (doc.has("workload") && doc.has("strategies") && !doc.has("jobs")) {
-    Scenario sc = load_scenario(a.positional[0], overrides);
+    Scenario sc = parse_scenario(doc);  // (the file as read above, overrides applied)
     if (!sc.collective)
       for (const Strategy& st : sc.strategies) {
         MemoryEstimate e = MemoryModel(sc, st).at(nodes);

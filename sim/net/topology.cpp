@@ -86,7 +86,7 @@ VertexId Router::attach_switch(VertexId nic) const {
 }
 
 const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t path) {
-  uint64_t key = (static_cast<uint64_t>(path) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
+  uint64_t key = route_key(src, dst, path);
   auto it = routes_.find(key);
   if (it != routes_.end()) return it->second;
   std::vector<LinkId> out;

@@ -79,6 +79,11 @@ class Topology {
 // next hops the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path
 // > 0` asks for a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath
 // splitting.
+// The key of one route in the caches of its users: path (multipath index), source and destination.
+inline uint64_t route_key(VertexId src, VertexId dst, uint32_t path) {
+  return (static_cast<uint64_t>(path) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
+}
+
 class Router {
  public:
   explicit Router(const Topology& topo);

@@ -19,7 +19,7 @@ Transport::Transport(const Topology& topo, const CommModel& comm, EventQueue& ev
 }
 
 const Transport::Path& Transport::path(VertexId src, VertexId dst, uint32_t p) {
-  uint64_t key = (static_cast<uint64_t>(p) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
+  uint64_t key = route_key(src, dst, p);
   auto it = paths_.find(key);
   if (it != paths_.end()) return it->second;
   const std::vector<LinkId>& route = router_.route(src, dst, p);
