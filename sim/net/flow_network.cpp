@@ -12,7 +12,6 @@ LinkId FlowNetwork::add_link(Rate capacity, Time latency) {
   assert(capacity.value > 0);
   Link l;
   l.capacity = capacity.value;
-  l.line = capacity.value;
   l.latency = latency;
   links_.push_back(std::move(l));
   if (!stats_.empty()) stats_.emplace_back();  // (sized at the first flow)
@@ -31,20 +30,24 @@ double IncastCurve::goodput(double senders) const {
 }
 
 void FlowNetwork::set_incast(LinkId l, const IncastCurve* curve) {
-  assert(active_ == 0);
-  links_[l].incast = curve && curve->on() ? curve : nullptr;
-  links_[l].capacity = links_[l].line * (links_[l].incast ? links_[l].incast->goodput(1) : 1.0);
+  assert(active_ == 0 && links_[l].incast == kNoIncast);
+  if (!curve || !curve->on()) return;
+  links_[l].incast = static_cast<uint32_t>(incasts_.size());
+  incasts_.push_back({curve, links_[l].capacity, {}, false});
+  links_[l].capacity *= curve->goodput(1);
 }
 
 double FlowNetwork::capacity_with(LinkId l, uint32_t senders) const {
   const Link& k = links_[l];
-  return k.incast ? k.line * k.incast->goodput(senders) : k.capacity;
+  if (k.incast == kNoIncast) return k.capacity;
+  const Incast& in = incasts_[k.incast];
+  return in.line * in.curve->goodput(senders);
 }
 
 // Counts a flow from `sender` (its route's first link) on incast link l in or out; a sender arriving or
 // leaving queues l for a new capacity at the next resolve.
 void FlowNetwork::count_sender(LinkId l, LinkId sender, bool in) {
-  Link& k = links_[l];
+  Incast& k = incasts_[links_[l].incast];
   size_t i = 0;
   while (i < k.senders.size() && k.senders[i].first != sender) ++i;
   if (in && i == k.senders.size()) k.senders.emplace_back(sender, 0);
@@ -94,7 +97,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     uint32_t on = static_cast<uint32_t>(l.flows.size());
     if (on == 1) u.busy_since = now.picoseconds();
     if (on > u.peak) u.peak = on;
-    if (l.incast) count_sender(route[i], route.front(), true);
+    if (l.incast != kNoIncast) count_sender(route[i], route.front(), true);
   }
   f.remaining = bytes;
   f.rate = 0;
@@ -194,7 +197,7 @@ uint64_t FlowNetwork::pop_completion() {
         }
     }
     l.est = l.flows.empty() ? 0 : l.est - gone;
-    if (l.incast) count_sender(f.route[i], f.route.front(), false);
+    if (l.incast != kNoIncast) count_sender(f.route[i], f.route.front(), false);
     if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
@@ -375,8 +378,9 @@ void FlowNetwork::resolve(Time now) {
   size_t recapped = 0;
   for (LinkId lid : recap_links_) {
     Link& l = links_[lid];
-    l.recap = false;
-    double c = l.line * l.incast->goodput(static_cast<double>(std::max<size_t>(1, l.senders.size())));
+    Incast& in = incasts_[l.incast];
+    in.recap = false;
+    double c = in.line * in.curve->goodput(static_cast<double>(std::max<size_t>(1, in.senders.size())));
     if (c == l.capacity) continue;
     l.capacity = c;
     recap_links_[recapped++] = lid;
@@ -460,7 +464,7 @@ LinkId FlowNetwork::class_target(FlowId f) const {
   double best_share = std::numeric_limits<double>::infinity();
   for (LinkId m : flows_[f].route) {
     const Link& l = links_[m];
-    if (l.incast) continue;  // no class on an incast link: its capacity moves with its senders
+    if (l.incast != kNoIncast) continue;  // no class on an incast link: its capacity moves with its senders
     if (!l.members.empty()) {
       if (found) return kUncertified;
       found = true;
@@ -486,7 +490,7 @@ LinkId FlowNetwork::class_target(FlowId f) const {
 // link in series with l). Returns false, changing nothing, otherwise.
 bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time now) {
   Link& l = links_[lid];
-  if (l.incast) return false;
+  if (l.incast != kNoIncast) return false;
   bool forming = l.members.empty();
   double old = forming ? 0 : l.cls_rate;
   double cap = forming ? std::numeric_limits<double>::infinity() : l.cls_cap;

@@ -55,7 +55,7 @@ class FlowNetwork {
   // distinct senders (a flow's first link names its sender) have flows on it. `curve` must outlive the
   // network.
   void set_incast(LinkId l, const IncastCurve* curve);
-  bool incast(LinkId l) const { return links_[l].incast != nullptr; }
+  bool incast(LinkId l) const { return links_[l].incast != kNoIncast; }
   // The capacity of incast link l with `senders` senders (its capacity when l is not one).
   double capacity_with(LinkId l, uint32_t senders) const;
   Time latency(LinkId l) const { return links_[l].latency; }
@@ -100,6 +100,14 @@ class FlowNetwork {
   static constexpr LinkId kUncertified = UINT32_MAX;
   static constexpr LinkId kNoClass = UINT32_MAX;
   static constexpr FlowId kNoFlow = UINT32_MAX;
+  static constexpr uint32_t kNoIncast = UINT32_MAX;
+  // An incast link's state, kept apart from Link so that the solver's links stay as small as they were.
+  struct Incast {
+    const IncastCurve* curve;
+    double line;                                       // the link's capacity without the curve
+    std::vector<std::pair<LinkId, uint32_t>> senders;  // (a sender's first link, its flows here)
+    bool recap = false;                                // the sender count changed since the last resolve
+  };
   struct ClassLink {
     LinkId link;
     uint32_t count;  // members crossing it
@@ -107,11 +115,7 @@ class FlowNetwork {
   };
   struct Link {
     double capacity = 0;
-    double line = 0;                      // capacity without incast
-    const IncastCurve* incast = nullptr;  // incast links: senders change the capacity
-    std::vector<std::pair<LinkId, uint32_t>>
-        senders;         // incast links: (a sender's first link, its flows here)
-    bool recap = false;  // incast links: sender count changed since resolve
+    uint32_t incast = kNoIncast;  // incast links: index in incasts_ (the rest carry none of that state)
     Time latency;
     std::vector<FlowId> flows;  // active flows on this link
     uint32_t stamp = 0;
@@ -209,6 +213,7 @@ class FlowNetwork {
   std::vector<FlowId> free_flows_;
   std::vector<FlowId> new_flows_;
   std::vector<LinkId> dirty_links_;
+  std::vector<Incast> incasts_;
   std::vector<LinkId> recap_links_;  // incast links whose sender count changed
   // solver scratch
   std::vector<FlowId> region_flows_;
