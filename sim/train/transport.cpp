@@ -40,11 +40,11 @@ void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& l
 uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now) {
   if (now < isolated_until_)
     throw std::logic_error("a transfer started while an isolated collective owned the network");
-  const bool local = path(src, dst).same_node;
-  const CommRange& range = (local ? comm_.intra : comm_.inter).lookup(bytes);
-  uint32_t paths = local ? 1 : std::max<uint32_t>(1, comm_.multipath);
+  const Path& minimal = path(src, dst);
+  const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
+  uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
   for (uint32_t p = 0; p < paths; ++p) {
-    const Path& pp = path(src, dst, p);
+    const Path& pp = p == 0 ? minimal : path(src, dst, p);
     double rate_cap = pp.capacity * range.efficiency;
     if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
     if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
