@@ -41,13 +41,17 @@ struct ReduceRange {
 // (system calls, RPC framing, wake-ups) and per byte (serialisation, copies, the kernel's TCP/IP stack), on
 // top of the wire. Charged to the hosts' cores by the strategies that move data through host software
 // (parameter servers). `rdma`, `nccl` and `ideal` spend none: the NIC or the GPU moves the bytes.
+// A transport may also carry one connection's bytes through a serial stage: gRPC processes the frames of one
+// HTTP/2 connection on one thread at a time, so the messages between one worker and one server queue behind
+// each other there, whatever the host's cores, while messages on other connections proceed in parallel.
 struct HostTransport {
-  Time overhead;        // CPU time per message, at each end
-  double cpu_rate = 0;  // bytes one core processes per second, at each end; 0: no per-byte cost
+  Time overhead;               // CPU time per message, at each end
+  double cpu_rate = 0;         // bytes one core processes per second, at each end; 0: no per-byte cost
+  double connection_rate = 0;  // bytes per second one connection's serial stage carries; 0: none
   double cpu_seconds(double bytes) const {
     return overhead.seconds() + (cpu_rate > 0 ? bytes / cpu_rate : 0);
   }
-  bool free() const { return overhead == Time() && cpu_rate == 0; }
+  bool free() const { return overhead == Time() && cpu_rate == 0 && connection_rate == 0; }
 };
 
 struct CommModel {
@@ -72,14 +76,23 @@ struct CommModel {
   //     sets the rate: 2.4 GB/s per core at each end. A 64 KB echo takes ~102 us over 40GbE against ~58 us
   //     over their RDMA gRPC (Fig. 7): the kernel TCP path adds ~44 us per round trip, two messages of two
   //     ends each, so ~11 us per message at each end.
+  //   tf13-grpc: TensorFlow's tensor path over gRPC up to TensorFlow 1.3, before TF moved to a gRPC release
+  //     that stopped handling a large message's slices one by one (tensorflow/tensorflow#6116 and
+  //     grpc/grpc#8975). One RecvTensor stream then carried ~0.2 GB/s: 196 MB/s with TF's own benchmark on
+  //     the master of July 2017 (tensorflow/tensorflow#11261), "100-200 MB/s" before and 800 MB/s after the
+  //     upgrade of August 2017 (#6116); a worker reading from 8 PS processes at once got 2.6 GB/s where one
+  //     gave 0.9 (#6116, 2016): the limit is per connection, not per host. gRPC's own costs as `grpc`; the
+  //     connection stage makes up the rest of one stream's time: 1/0.2 GB/s - 2/2.4 GB/s = 1/0.24 GB/s.
   //   tcp: plain kernel TCP sockets (Gloo, MPI over TCP): ~25 Gb/s = 3.1 GB/s per core ("DCTCP needs a
   //     minimum of 4 cores to saturate 100Gbps NIC", Agarwal et al., "Host Congestion Control", SIGCOMM
   //     2023); the per-message cost is not given there (0).
-  std::map<std::string, HostTransport> transports = {{"ideal", {}},
-                                                     {"rdma", {}},
-                                                     {"nccl", {}},
-                                                     {"grpc", {Time::from_seconds(11e-6), 2.4e9}},
-                                                     {"tcp", {Time(), 3.125e9}}};
+  std::map<std::string, HostTransport> transports = {
+      {"ideal", {}},
+      {"rdma", {}},
+      {"nccl", {}},
+      {"grpc", {Time::from_seconds(11e-6), 2.4e9}},
+      {"tf13-grpc", {Time::from_seconds(11e-6), 2.4e9, 0.24e9}},
+      {"tcp", {Time(), 3.125e9}}};
   // Seconds to reduce `bytes` arriving in operands of `operand` bytes each, on a CPU or a GPU.
   double reduce_seconds(double bytes, double operand, bool cpu) const {
     for (const ReduceRange& r : reduce)

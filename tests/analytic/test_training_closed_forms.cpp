@@ -211,6 +211,75 @@ TEST(TrainingClosedForms, ParameterServerHostSoftwareCostQueuesOnTheServersCores
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
 }
 
+TEST(TrainingClosedForms, ParameterServerConnectionStageSerialisesOneConnection) {
+  // A transport whose only cost is a serial stage per connection at C = 1 GB/s (gRPC handles one HTTP/2
+  // connection's frames on one thread at a time), links so fast that the wire is negligible (B = 1e15 B/s,
+  // no latency), no reduction cost. One dedicated server.
+  // (a) 4 workers, one n = 40 MB chunk each: every worker has its own connection, so the 4 pushes (and then
+  //     the 4 pulls) pass at once: step = forward + backward + 2·n/C.
+  // (b) 1 worker, chunk_size 20 MB: chunk 1 (layers 3 and 2) is ready after their backward, 4 ms, chunk 2
+  //     (layers 1 and 0) at the end of backward. Both pushes queue on the worker's push connection: chunk 1
+  //     [F + 4 ms, + n/2C], chunk 2 right after; chunk 1's pull takes the server's connection back to the
+  //     worker meanwhile, and chunk 2's pull follows it there. The next forward starts with layer 0, in
+  //     chunk 2: step = F + 4 ms + 3·(n/2)/C.
+  const double n = 4 * kLayerGrad, C = 1e9;
+  const std::vector<std::string> fast = {"cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}",
+                                         "cluster.comm={transports: {x: {connection_rate: 1GB/s}}}"};
+  TrainingResult a =
+      run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: x}]", "", 4, fast);
+  EXPECT_NEAR(a.step_time_s, kForward + kBackward + 2 * n / C, a.step_time_s * 1e-6);
+  TrainingResult b =
+      run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 20MB, transport: x}]", "", 1, fast);
+  double want = kForward + 4e-3 + 3 * (n / 2) / C;
+  EXPECT_NEAR(b.step_time_s, want, want * 1e-6);
+}
+
+TEST(TrainingClosedForms, ParameterServersOfOneWorkerProcessSkipTheTransport) {
+  // One worker whose servers are colocated on its own node is one process that keeps its variables (as
+  // TensorFlow without a ps job): the host transport is not used, and the step equals the ideal one to the
+  // picosecond. On dedicated server hosts the same transport adds 4 messages of c = 20 us + 20 MB / 1 GB/s
+  // (each server's half of the chunk, the two halves in parallel on unlimited cores) to the step: serialise
+  // and deserialise the push, then the pull: step = ideal + 4c.
+  const std::vector<std::string> tcp = {
+      "cluster.comm={transports: {tcp: {overhead: 20us, cpu_rate: 1GB/s}}}"};
+  for (const char* placement : {"colocated", "dedicated"}) {
+    SCOPED_TRACE(placement);
+    const std::string ps =
+        fmt::format("[{{name: ps, servers: 2, placement: {}, chunk_size: 100MB", placement);
+    double with = run(ps + ", transport: tcp}]", "", 1, tcp).step_time_s;
+    double ideal = run(ps + "}]", "", 1, tcp).step_time_s;
+    if (std::string(placement) == "colocated") {
+      EXPECT_EQ(Time::from_seconds(with), Time::from_seconds(ideal));
+    } else {
+      EXPECT_NEAR(with, ideal + 4 * (20e-6 + 2 * kLayerGrad / 1e9), with * 1e-9);
+    }
+  }
+}
+
+TEST(TrainingClosedForms, GlobalBarrierHoldsEveryPullUntilEveryShardIsUpdated) {
+  // One worker, two dedicated servers, variables round robin: layer a (first, 10 MB) on server 0, layer b
+  // (last, 100 MB) on server 1; forward 1 ms and backward 2 ms each (f, b); CPU reduction rate R = 10 GB/s
+  // (sum n/R, update 4/3·n/R); links so fast that the wire is negligible. b's gradients leave first but its
+  // server is the slow one: it ends the step at b's update. Without the barrier the next forward of a runs
+  // as soon as a is updated and only b's forward waits for b's pull; with it (SyncReplicasOptimizer's token)
+  // a's pull waits for b's update too, and the whole forward starts after it. Period (forward b to forward
+  // b):
+  //   per shard: f_b + b_b + n_b/R + 4/3·n_b/R
+  //   global barrier: the same + f_a
+  const double nb = 100e6, R = 10e9, f = 1e-3;
+  const std::vector<std::string> over = {
+      "cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}",
+      "cluster.comm={reduce_bandwidth_cpu: 10GB/s}",
+      "workload.model.layers=[{name: a, params: 2500000, forward_flops: 19.5GFLOP}, "
+      "{name: b, params: 25000000, forward_flops: 19.5GFLOP}]"};
+  const std::string ps = "[{name: ps, servers: 2, placement: dedicated, sharding: round-robin";
+  double per_shard = run(ps + "}]", "", 1, over).step_time_s;
+  double barrier = run(ps + ", global_barrier: true}]", "", 1, over).step_time_s;
+  double want = f + 2 * f + nb / R + 4.0 / 3.0 * nb / R;
+  EXPECT_NEAR(per_shard, want, want * 1e-6);
+  EXPECT_NEAR(barrier, want + f, want * 1e-6);
+}
+
 TEST(TrainingClosedForms, ParameterServerPullsOverlapTheNextForward) {
   // One worker, one dedicated server, sharding by variable (each layer one message). Two layers: A first
   // with n_A = 4 KB of gradients, B last with n_B = 40 MB; forward 1 ms each (f_A, f_B), backward 2 ms each

@@ -223,10 +223,10 @@ TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
 TEST(HorovodGuide, TensorFlowParameterServersStillMiss) {
   // "Twice faster than the standard distributed TensorFlow": TF-PS at 0.88 / 2 = 0.44 on 128 GPUs. The
   // scenario's PS is the baseline's set-up (tf_cnn_benchmarks: towers averaged on the worker host, greedy
-  // placement of whole variables, gRPC): its wire carries at most 0.26 GB per server and step, hidden by
-  // backward and forward, so it simulates near 1.0 (above Horovod: the guide's ordering is not reproduced).
-  // The measured loss lies in TensorFlow's host path, not modelled yet. Checked to still miss, so a model
-  // change that closes the gap is noticed and the point moves into the held test above.
+  // placement of whole variables, TF 1.3's gRPC at ~0.2 GB/s per connection, SyncReplicasOptimizer's
+  // barrier): with 32 servers each connection carries ~3 MB per step, mostly hidden by backward and forward,
+  // so it simulates at 0.94 (above Horovod: the guide's ordering is not reproduced). Checked to still miss,
+  // so a model change that closes the gap is noticed and the point moves into the held test above.
   auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) +
                                    "/scenarios/horovod-guide-128gpu.yaml' --measured '" + DDLSIM_SOURCE_DIR +
                                    "/scenarios/measured/horovod_guide.csv' --format csv");

@@ -2,6 +2,7 @@
 // robin), servers sum them (sync) or apply each push (async, bounded-staleness ssp), workers pull the
 // updated shards. Servers run on dedicated hosts or on the workers' nodes.
 #include <algorithm>
+#include <unordered_map>
 
 #include "sim/train/strategies/strategy.hpp"
 
@@ -37,9 +38,9 @@ class PsStep : public StepBuilder {
     const uint32_t p = ctx.workers, K = o_.placement.servers;
     const int k = ctx.step;
     const bool sync = o_.mode == PsMode::Sync;
-    const HostTransport& transport = c.comm.transports.at(o_.transport);
+    const HostTransport& transport = host_transport(c, p);
     const bool layerwise = !ctx.pulled.empty();
-    if (accumulator_.empty()) add_resources(g, c);
+    if (accumulator_.empty()) add_resources(g, c, transport);
     uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
              l_upd = g.label("server update");
     uint32_t l_send = transport.free() ? 0 : g.label("host send"),
@@ -54,6 +55,18 @@ class PsStep : public StepBuilder {
       g.depend(after, t);
       return t;
     };
+    // A message's turn in its connection's serial stage (push: worker w to server j; pull: j to w), after
+    // `after`; `after` itself when the transport has no such stage.
+    uint32_t l_conn = transport.connection_rate > 0 ? g.label("connection") : 0;
+    auto connection = [&](TaskId after, double bytes, uint32_t w, uint32_t j, bool pull, VertexId at) {
+      if (transport.connection_rate <= 0) return after;
+      auto [it, fresh] = connection_.try_emplace((static_cast<uint64_t>(w) * K + j) * 2 + pull, 0u);
+      if (fresh) it->second = g.add_resource();
+      TaskId t = g.add_delay(Time::from_seconds(bytes / transport.connection_rate), Category::Communication,
+                             static_cast<int32_t>(w), k, l_conn, it->second, at);
+      g.depend(after, t);
+      return t;
+    };
     std::vector<std::vector<TaskId>> pulls(p);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
     // Who pushes: every worker, or with local aggregation each node's first GPU (the leader), after the
@@ -61,6 +74,35 @@ class PsStep : public StepBuilder {
     const uint32_t G = o_.local_aggregation ? static_cast<uint32_t>(c.gpus_per_node) : 1;
     uint32_t l_local = G > 1 ? g.label("local aggregate") : 0,
              l_fanout = G > 1 ? g.label("local broadcast") : 0;
+    // One shard's pulls by every pusher, after `updated` (sync: the shard's update or the step's token) or,
+    // async, after the worker's own push was applied; the leader then hands the shard to its node's GPUs.
+    struct Shard {
+      size_t ch;
+      uint32_t j;
+      double bytes;
+      VertexId server;
+      TaskId upd;
+      std::vector<TaskId> aggs;  // async/ssp: per worker, its push applied
+    };
+    std::vector<Shard> held;  // sync with global_barrier: the shards whose pulls wait for the token
+    auto pull_shard = [&](const Shard& sh, TaskId updated) {
+      for (uint32_t w = 0; w < p; w += G) {
+        TaskId sent = connection(
+            host_work(sync ? updated : sh.aggs[w], sh.bytes, server_cpu_[sh.j], w, l_send, sh.server),
+            sh.bytes, w, sh.j, true, sh.server);
+        TaskId pull = g.add_transfer(sh.server, c.gpus[w], sh.bytes, static_cast<int32_t>(w), k, l_pull);
+        g.depend(sent, pull);
+        TaskId pulled = host_work(pull, sh.bytes, worker_cpu(c, w), w, l_recv);
+        pulls[w].push_back(pulled);
+        if (layerwise) ctx.pulled[w][sh.ch].push_back(pulled);
+        for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {  // the leader hands the shard on
+          TaskId t = g.add_transfer(c.gpus[w], c.gpus[i], sh.bytes, static_cast<int32_t>(i), k, l_fanout);
+          g.depend(pulled, t);
+          pulls[i].push_back(t);
+          if (layerwise) ctx.pulled[i][sh.ch].push_back(t);
+        }
+      }
+    };
     std::vector<TaskId> ready(p, kNoTask);
     for (size_t ch = 0; ch < ctx.buckets.size(); ++ch) {
       for (uint32_t w = 0; w < p; w += G) {
@@ -87,49 +129,56 @@ class PsStep : public StepBuilder {
         if (ctx.buckets[ch].bytes <= 0) continue;  // a layer without parameters of its own
         targets.push_back(variable_server(ctx.workload, ctx.buckets[ch].first_layer));
       }
-      double bytes = ctx.buckets[ch].bytes / static_cast<double>(targets.size());
       for (uint32_t j : targets) {
-        VertexId server = o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()];
+        Shard sh{ch,
+                 j,
+                 ctx.buckets[ch].bytes / static_cast<double>(targets.size()),
+                 o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()],
+                 kNoTask,
+                 {}};
         uint32_t acc = accumulator_[host_of_server_[j]];
-        std::vector<TaskId> aggs(p, kNoTask);
+        if (!sync) sh.aggs.assign(p, kNoTask);
+        std::vector<TaskId> aggs;
         for (uint32_t w = 0; w < p; w += G) {
-          TaskId sent = host_work(ready[w], bytes, worker_cpu(c, w), w, l_send);
-          TaskId push = g.add_transfer(c.gpus[w], server, bytes, static_cast<int32_t>(w), k, l_push);
+          TaskId sent = connection(host_work(ready[w], sh.bytes, worker_cpu(c, w), w, l_send), sh.bytes, w, j,
+                                   false, sh.server);
+          TaskId push = g.add_transfer(c.gpus[w], sh.server, sh.bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(sent, push);
-          TaskId received = host_work(push, bytes, server_cpu_[j], w, l_recv, server);
+          TaskId received = host_work(push, sh.bytes, server_cpu_[j], w, l_recv, sh.server);
           // sync: the push is summed into the shard's accumulator (12 bytes of traffic per parameter);
           // async/ssp: it is applied to the weights at once, an SGD-momentum update (16 bytes, see below).
           // Servers on one host share its accumulator (its memory bandwidth).
-          double cost = (sync ? 1.0 : 4.0 / 3.0) * c.comm.reduce_seconds(bytes, bytes, true);
-          aggs[w] = g.add_delay(Time::from_seconds(cost), Category::Communication, static_cast<int32_t>(w), k,
-                                sync ? l_agg : l_upd, acc, server);
-          g.depend(received, aggs[w]);
-          g.depend(aggs[w], barrier);
+          double cost = (sync ? 1.0 : 4.0 / 3.0) * c.comm.reduce_seconds(sh.bytes, sh.bytes, true);
+          TaskId agg = g.add_delay(Time::from_seconds(cost), Category::Communication, static_cast<int32_t>(w),
+                                   k, sync ? l_agg : l_upd, acc, sh.server);
+          g.depend(received, agg);
+          g.depend(agg, barrier);
+          if (sync)
+            aggs.push_back(agg);
+          else
+            sh.aggs[w] = agg;
         }
-        TaskId upd = kNoTask;
         if (sync) {
           // SGD with momentum on the server's CPU: like the GPU update, 16 bytes of memory traffic per
           // 4-byte parameter, where a sum moves 12 (two operands read, one written): 4/3 of summing the shard
           // at the CPU's reduction rate (free when the cluster gives none).
-          upd = g.add_delay(Time::from_seconds(4.0 / 3.0 * c.comm.reduce_seconds(bytes, bytes, true)),
-                            Category::Communication, -1, k, l_upd, acc, server);
-          for (uint32_t w = 0; w < p; w += G) g.depend(aggs[w], upd);
+          sh.upd =
+              g.add_delay(Time::from_seconds(4.0 / 3.0 * c.comm.reduce_seconds(sh.bytes, sh.bytes, true)),
+                          Category::Communication, -1, k, l_upd, acc, sh.server);
+          for (TaskId a : aggs) g.depend(a, sh.upd);
         }
-        for (uint32_t w = 0; w < p; w += G) {
-          TaskId sent = host_work(upd != kNoTask ? upd : aggs[w], bytes, server_cpu_[j], w, l_send, server);
-          TaskId pull = g.add_transfer(server, c.gpus[w], bytes, static_cast<int32_t>(w), k, l_pull);
-          g.depend(sent, pull);
-          TaskId pulled = host_work(pull, bytes, worker_cpu(c, w), w, l_recv);
-          pulls[w].push_back(pulled);
-          if (layerwise) ctx.pulled[w][ch].push_back(pulled);
-          for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {  // the leader hands the shard on
-            TaskId t = g.add_transfer(c.gpus[w], c.gpus[i], bytes, static_cast<int32_t>(i), k, l_fanout);
-            g.depend(pulled, t);
-            pulls[i].push_back(t);
-            if (layerwise) ctx.pulled[i][ch].push_back(t);
-          }
-        }
+        if (o_.global_barrier)
+          held.push_back(std::move(sh));
+        else
+          pull_shard(sh, sh.upd);
       }
+    }
+    // TensorFlow's SyncReplicasOptimizer: the chief hands out a step's tokens once every shard is updated,
+    // and only then does any worker read a variable for the next step.
+    if (o_.global_barrier) {
+      TaskId token = g.add_delay(Time(), Category::Other, -1, k, g.label("sync token"));
+      for (const Shard& sh : held) g.depend(sh.upd, token);
+      for (const Shard& sh : held) pull_shard(sh, token);
     }
     barrier_.push_back(barrier);
     for (uint32_t w = 0; w < p; ++w) {
@@ -143,7 +192,7 @@ class PsStep : public StepBuilder {
   // Resources: one accumulator per host that holds servers (a dedicated server's host, or a worker node
   // with colocated servers: its servers share it, as they share its memory bandwidth); and, when the
   // transport spends host CPU, each host's cores (worker nodes; dedicated server hosts).
-  void add_resources(TaskGraph& g, const Cluster& c) {
+  void add_resources(TaskGraph& g, const Cluster& c, const HostTransport& transport) {
     const uint32_t K = o_.placement.servers;
     const uint32_t unlimited = 1u << 30;
     auto cores = [&](int n) { return n > 0 ? static_cast<uint32_t>(n) : unlimited; };
@@ -155,7 +204,7 @@ class PsStep : public StepBuilder {
       host_of_server_.push_back(host_acc[host]);
       if (host_acc[host] == accumulator_.size()) accumulator_.push_back(g.add_resource());
     }
-    if (c.comm.transports.at(o_.transport).free()) {  // no host work: no resources
+    if (transport.free()) {  // no host work: no resources
       node_cpu_.assign(c.cpus.size(), kNoResource);
       server_cpu_.assign(K, kNoResource);
       return;
@@ -165,6 +214,14 @@ class PsStep : public StepBuilder {
       server_cpu_.push_back(o_.placement.dedicated
                                 ? g.add_resource(cores(o_.server_cores > 0 ? o_.server_cores : c.host_cores))
                                 : node_cpu_[j % c.cpus.size()]);
+  }
+  // The strategy's transport; none when one worker process holds the servers itself: a job that is not
+  // distributed (one worker on one node, with its servers colocated) keeps its variables in process, as
+  // TensorFlow does without a ps job, so pushes and pulls are copies over the node's links only.
+  const HostTransport& host_transport(const Cluster& c, uint32_t workers) const {
+    static const HostTransport in_process;
+    const uint32_t G = o_.local_aggregation ? static_cast<uint32_t>(c.gpus_per_node) : 1;
+    return !o_.placement.dedicated && workers <= G ? in_process : c.comm.transports.at(o_.transport);
   }
   // The server of layer `layer`'s variables: round robin in creation (forward) order, or greedy by bytes.
   uint32_t variable_server(const Workload& wl, size_t layer) {
@@ -193,10 +250,11 @@ class PsStep : public StepBuilder {
   }
 
   PsOptions o_;
-  std::vector<uint32_t> accumulator_;      // per host holding servers
-  std::vector<uint32_t> host_of_server_;   // index into accumulator_ per server
-  std::vector<uint32_t> node_cpu_;         // per worker node: its cores (costly transports only)
-  std::vector<uint32_t> server_cpu_;       // per server: its host's cores (costly transports only)
+  std::vector<uint32_t> accumulator_;     // per host holding servers
+  std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
+  std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)
+  std::vector<uint32_t> server_cpu_;      // per server: its host's cores (costly transports only)
+  std::unordered_map<uint64_t, uint32_t> connection_;  // (worker, server, pull) -> its serial stage
   std::vector<TaskId> barrier_;            // per step: every push of the step applied (the SSP clock)
   std::vector<uint32_t> variable_server_;  // per layer, for sharding by variable
 };
@@ -243,6 +301,11 @@ void configure_ps(Strategy& s, const OptionReader& o) {
                "message");
     }
     if (o.has("local_aggregation")) ps.local_aggregation = o.boolean("local_aggregation");
+    if (o.has("global_barrier")) {
+      ps.global_barrier = o.boolean("global_barrier");
+      if (ps.global_barrier && ps.mode != PsMode::Sync)
+        o.fail("global_barrier", "global_barrier applies to mode: sync only");
+    }
     if (o.has("transport")) {
       ps.transport = o.text("transport");
       ps.transport_where = o.where("transport");

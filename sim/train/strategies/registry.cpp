@@ -24,7 +24,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"zero", {"stage", "bucket_size"}, configure_zero, zero_builder},
       {"ps",
        {"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link", "transport",
-        "server_cores", "local_aggregation"},
+        "server_cores", "local_aggregation", "global_barrier"},
        configure_ps,
        ps_builder},
       {"ring", flat, configure_flat_allreduce, allreduce_builder},
@@ -138,6 +138,7 @@ bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
   for (const auto& [name, t] : cluster.comm.transports) {
     alpha += 2 * t.overhead.seconds();
     if (t.cpu_rate > 0) rate = std::min(rate, t.cpu_rate);
+    if (t.connection_rate > 0) rate = std::min(rate, t.connection_rate);
   }
   // A route crosses a few links inside each node and a few fabric switches: 32 links bound any of them.
   const double per_round_fixed = alpha + 32 * latency;

@@ -70,6 +70,9 @@ struct PsOptions {
   // The GPUs of a node sum their gradients on its first GPU, which alone pushes and pulls, then hands the
   // pulled shards to the others (TF's replicated mode with parameter servers, MXNet dist_sync_device).
   bool local_aggregation = false;
+  // sync: no worker pulls a step's shards before every server updated its own (TensorFlow's
+  // SyncReplicasOptimizer and its token queue); otherwise each shard is pulled once it is updated.
+  bool global_barrier = false;
 };
 
 struct Strategy {
