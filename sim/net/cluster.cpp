@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "sim/core/interrupt.hpp"
+
 namespace ddlsim {
 
 namespace {
@@ -45,6 +47,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
     // No interior: every GPU is its own host on the fabric (the closed-form setting).
     int64_t g = config.gpus_per_node;
     for (int64_t i = 0; i < nodes * g; ++i) {
+      if ((i & 4095) == 0) throw_if_interrupted();  // 10^6 hosts take seconds to build
       VertexId v = t.add_vertex(VertexKind::Gpu, static_cast<int32_t>(i), fmt::format("gpu{}", i));
       c.gpus.push_back(v);
       endpoints.push_back(v);
@@ -54,6 +57,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
     const int64_t g = node->gpus, nics = node->nics;
     const GpuLinkKind kind = node->gpu_link_kind;
     for (int64_t n = 0; n < nodes; ++n) {
+      if ((n & 4095) == 0) throw_if_interrupted();
       int32_t ni = static_cast<int32_t>(n);
       VertexId cpu = t.add_vertex(VertexKind::Cpu, ni, fmt::format("n{}.cpu", n));
       std::vector<VertexId> nic(nics), sw(nics), gpu(g);

@@ -124,6 +124,7 @@ class Builder {
       throw_if_interrupted();
       ctx.step = k;
       for (uint32_t w = 0; w < p_; ++w) {
+        if ((w & 4095) == 4095) throw_if_interrupted();  // a step of 10^6 workers takes seconds to build
         double j = jitter_factor(wl_, seed_, w, static_cast<uint64_t>(k));
         double y = lognormal_factor(ls.fs_cv, normal01(seed_, w, static_cast<uint64_t>(k), 2));
         double jl = ls.cv < 0 ? j : lognormal_factor(ls.cv, normal01(seed_, w, static_cast<uint64_t>(k), 1));
