@@ -14,6 +14,10 @@ const char* algorithm_name(Algorithm a) {
       return "ring";
     case Algorithm::HalvingDoubling:
       return "rhd";
+    case Algorithm::RecursiveDoubling:
+      return "recursive-doubling";
+    case Algorithm::Mpich:
+      return "mpich";
     case Algorithm::Tree:
       return "tree";
     case Algorithm::DoubleTree:
@@ -165,6 +169,52 @@ class HalvingDoublingPlan : public CollectivePlan {
     uint32_t level = k < log_ ? k : 2 * log_ - 1 - k;
     return bytes_ / static_cast<double>(2u << level);
   }
+  uint32_t q_, log_, extra_;
+};
+
+// Recursive doubling as MPICH runs it (Thakur, Rabenseifner and Gropp, "Optimization of Collective
+// Communication Operations in MPICH", IJHPCA 2005; MPICH's allreduce): with q the largest power of two <= p
+// and e = p - q, the even ranks below 2e first hand their whole buffer to the next (odd) rank, which sums it;
+// then the q ranks left (odd r < 2e as r/2, r >= 2e as r - e) exchange the whole buffer with the partner
+// 2^k away in round k and sum it, log2 q rounds; finally the odd ranks below 2e hand the result back.
+class RecursiveDoublingPlan : public CollectivePlan {
+ public:
+  RecursiveDoublingPlan(uint32_t p, double n)
+      : CollectivePlan(p, 0, n),
+        q_(std::bit_floor(p)),
+        log_(std::countr_zero(std::bit_floor(p))),
+        extra_(p - q_) {
+    rounds_ = log_ + (extra_ > 0 ? 2 : 0);
+  }
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    const bool paired = r < 2 * extra_;
+    if (pre && s == 0) {
+      if (paired && r % 2 == 0) out.push_back({r + 1, bytes_});
+      return;
+    }
+    if (pre && s == rounds_ - 1) {
+      if (paired && r % 2 == 1) out.push_back({r - 1, bytes_});
+      return;
+    }
+    if (paired && r % 2 == 0) return;  // sits the doubling rounds out
+    uint32_t to = (paired ? r / 2 : r - extra_) ^ (1u << (s - pre));
+    out.push_back({to < extra_ ? 2 * to + 1 : to + extra_, bytes_});
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    const bool paired = r < 2 * extra_;
+    if (pre && s == 0) return paired && r % 2 == 1 ? 1 : 0;
+    if (pre && s == rounds_ - 1) return paired && r % 2 == 0 ? 1 : 0;
+    return paired && r % 2 == 0 ? 0 : 1;
+  }
+  double reduce_bytes(uint32_t r, uint32_t s) const override {
+    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    if (pre && s == rounds_ - 1) return 0;
+    return receives(r, s) > 0 ? bytes_ : 0;
+  }
+
+ private:
   uint32_t q_, log_, extra_;
 };
 
@@ -417,13 +467,16 @@ double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
 }
 
 bool allreduce_algorithm(const std::string& name, Algorithm& out) {
-  static const std::pair<const char*, Algorithm> kNames[] = {{"ring", Algorithm::Ring},
-                                                             {"rhd", Algorithm::HalvingDoubling},
-                                                             {"halving-doubling", Algorithm::HalvingDoubling},
-                                                             {"tree", Algorithm::Tree},
-                                                             {"double-tree", Algorithm::DoubleTree},
-                                                             {"direct", Algorithm::Direct},
-                                                             {"hierarchical", Algorithm::Hierarchical}};
+  static const std::pair<const char*, Algorithm> kNames[] = {
+      {"ring", Algorithm::Ring},
+      {"rhd", Algorithm::HalvingDoubling},
+      {"halving-doubling", Algorithm::HalvingDoubling},
+      {"recursive-doubling", Algorithm::RecursiveDoubling},
+      {"mpich", Algorithm::Mpich},
+      {"tree", Algorithm::Tree},
+      {"double-tree", Algorithm::DoubleTree},
+      {"direct", Algorithm::Direct},
+      {"hierarchical", Algorithm::Hierarchical}};
   for (const auto& [n, a] : kNames)
     if (name == n) {
       out = a;
@@ -446,6 +499,14 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
     case Algorithm::AllGather:
       return std::make_unique<RingPlan>(p, c.bytes, false, true);
     case Algorithm::HalvingDoubling:
+      return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
+    case Algorithm::RecursiveDoubling:
+      return std::make_unique<RecursiveDoublingPlan>(p, c.bytes);
+    case Algorithm::Mpich:
+      // MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE = 2048 bytes; Rabenseifner also needs at least one 4-byte element
+      // per rank of the power of two (count >= pof2), else recursive doubling.
+      if (c.bytes <= 2048 || c.bytes / 4 < std::bit_floor(p))
+        return std::make_unique<RecursiveDoublingPlan>(p, c.bytes);
       return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
     case Algorithm::Tree:
       return std::make_unique<TreePlan>(p, c.bytes, true, true);

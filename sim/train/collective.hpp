@@ -11,8 +11,11 @@
 namespace ddlsim {
 
 enum class Algorithm : uint8_t {
-  Ring,             // ring allreduce: reduce-scatter + all-gather, n/p per step
-  HalvingDoubling,  // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
+  Ring,               // ring allreduce: reduce-scatter + all-gather, n/p per step
+  HalvingDoubling,    // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
+  RecursiveDoubling,  // MPICH's short-message allreduce: the whole buffer to the partner 2^k away, log2 p
+                      // rounds
+  Mpich,            // MPICH's choice: recursive doubling up to 2 KiB or below one element per rank, else rhd
   Tree,             // binary tree reduce to rank 0, then broadcast
   DoubleTree,       // NCCL's double binary tree: two pipelined in-order trees, half the buffer each
   Direct,           // every rank sends its whole buffer to every other rank: p(p-1) messages

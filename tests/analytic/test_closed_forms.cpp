@@ -39,7 +39,8 @@ Scenario scenario_from(const std::string& text) {
 // One collective of kN bytes on p ranks of the star; `comm` is an optional comm: map. gpn GPUs form a "node"
 // (for hierarchical plans); each is still its own host on its own cable.
 CollectiveResult run(int p, const std::string& strategy, const std::string& comm = "",
-                     const std::string& collective = "allreduce", bool fast = true, int gpn = 1) {
+                     const std::string& collective = "allreduce", bool fast = true, int gpn = 1,
+                     const std::string& bytes = "100MB") {
   std::string text = fmt::format(
       "name: closed-form\n"
       "cluster:\n"
@@ -48,9 +49,9 @@ CollectiveResult run(int p, const std::string& strategy, const std::string& comm
       "  gpu: a100-40gb\n"
       "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
       "{}"
-      "workload: {{collective: {}, bytes: 100MB}}\n"
+      "workload: {{collective: {}, bytes: {}}}\n"
       "strategies:\n  - {}\n",
-      p / gpn, gpn, comm.empty() ? "" : "  comm: " + comm + "\n", collective, strategy);
+      p / gpn, gpn, comm.empty() ? "" : "  comm: " + comm + "\n", collective, bytes, strategy);
   Scenario sc = scenario_from(text);
   return run_collective_workload(sc, sc.strategies.at(0), p / gpn, EngineOptions{fast});
 }
@@ -174,6 +175,46 @@ TEST(ClosedForm, RecursiveHalvingDoublingWithGamma) {
     double want = 2 * std::log2(p) * 2 * kL + 2.0 * (p - 1) / p * kN / kB + (p - 1.0) / p * kN * gamma;
     expect_rel(run(p, "rhd", "{reduce_bandwidth_gpu: 50GB/s}").time_s, want);
   }
+}
+
+TEST(ClosedForm, RecursiveDoubling) {
+  // p a power of two: log2 p rounds, each the whole buffer to a partner and back over the two ends' cables,
+  // then its sum: T = log2(p)·(2l + n/B + n·γ).
+  const double gamma = 1 / 50e9;
+  for (int p : {2, 4, 8, 16}) {
+    SCOPED_TRACE(p);
+    double lg = std::log2(p);
+    expect_rel(run(p, "recursive-doubling").time_s, lg * (2 * kL + kN / kB));
+    expect_rel(run(p, "recursive-doubling", "", "allreduce", false).time_s, lg * (2 * kL + kN / kB));
+    expect_rel(run(p, "recursive-doubling", "{reduce_bandwidth_gpu: 50GB/s}").time_s,
+               lg * (2 * kL + kN / kB + kN * gamma));
+  }
+  // Not a power of two (q = 4 of p = 6, 8 of 12): the even ranks below 2(p - q) hand their buffer to the next
+  // rank first and get the result last; every rank ends, and the fast path agrees with the flow model (the
+  // extra ranks' messages share cables with the doubling rounds, so there is no simple closed form), and the
+  // time lies between log2(q)+2 rounds alone and those rounds with every cable shared by two messages.
+  for (int p : {6, 12}) {
+    SCOPED_TRACE(p);
+    double fast = run(p, "recursive-doubling").time_s,
+           flow = run(p, "recursive-doubling", "", "allreduce", false).time_s;
+    expect_rel(fast, flow);
+    double rounds = std::log2(std::bit_floor(static_cast<unsigned>(p))) + 2;
+    EXPECT_GE(fast, rounds * (2 * kL + kN / kB) * (1 - kRel));
+    EXPECT_LE(fast, rounds * (2 * kL + 2 * kN / kB));
+  }
+}
+
+TEST(ClosedForm, MpichChoosesByMessageSize) {
+  // MPICH's allreduce: recursive doubling up to MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE = 2048 bytes, or while the
+  // buffer holds fewer 4-byte elements than the largest power of two <= p; Rabenseifner (rhd) above.
+  for (const char* bytes : {"2048B", "2049B", "1MB"}) {
+    SCOPED_TRACE(bytes);
+    std::string want = std::string(bytes) == "2048B" ? "recursive-doubling" : "rhd";
+    expect_rel(run(8, "mpich", "", "allreduce", true, 1, bytes).time_s,
+               run(8, want, "", "allreduce", true, 1, bytes).time_s);
+  }
+  // 1024 ranks, 3000 bytes = 750 elements < 1024: recursive doubling, 10 rounds of 2l + 3000/B.
+  expect_rel(run(1024, "mpich", "", "allreduce", true, 1, "3000B").time_s, 10 * (2 * kL + 3000 / kB));
 }
 
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {

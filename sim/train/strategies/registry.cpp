@@ -30,6 +30,8 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"ring", flat, configure_flat_allreduce, allreduce_builder},
       {"rhd", flat, configure_flat_allreduce, allreduce_builder},
       {"halving-doubling", flat, configure_flat_allreduce, allreduce_builder},
+      {"recursive-doubling", flat, configure_flat_allreduce, allreduce_builder},
+      {"mpich", flat, configure_flat_allreduce, allreduce_builder},
       {"tree", flat, configure_flat_allreduce, allreduce_builder},
       {"double-tree", flat, configure_flat_allreduce, allreduce_builder},
       {"direct", flat, configure_flat_allreduce, allreduce_builder},
