@@ -7,6 +7,7 @@
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/net/cluster.hpp"
+#include "sim/train/nccl_tuner.hpp"
 #include "sim/train/strategies/strategy.hpp"
 #include "sim/train/training.hpp"
 
@@ -93,6 +94,24 @@ int describe_command(const std::vector<std::string>& args) {
     std::cout << fmt::format(
         "  ring across nodes: {} channel(s) by default (one per NIC the GPUs of a node use)\n",
         ring_channels(c, 0));
+  if (c.comm.nccl_protocols && c.gpus.size() > 1) {
+    // NCCL's tuner for a ring allreduce over every GPU, by size: its estimate per protocol, the one it picks.
+    std::cout << fmt::format("  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us):\n",
+                             c.gpus.size());
+    for (double bytes = 8; bytes <= 8.0 * (1ull << 30); bytes *= 8) {
+      CollectiveShape shape;
+      shape.ranks = static_cast<uint32_t>(c.gpus.size());
+      shape.ranks_per_node = static_cast<uint32_t>(c.gpus_per_node);
+      shape.bytes = bytes;
+      shape.channels = ring_channels(c, 0);
+      std::vector<std::string> cells;
+      for (const NcclEstimate& e : nccl_estimates(shape, c))
+        cells.push_back(e.seconds < 0 ? fmt::format("{} off", e.protocol)
+                                      : fmt::format("{} {:.1f}", e.protocol, e.seconds * 1e6));
+      std::cout << fmt::format("    {:>10}  {:<8} ({})\n", format_bytes(Bytes{bytes}),
+                               nccl_protocol(shape, c).name, fmt::join(cells, ", "));
+    }
+  }
   std::vector<std::string> transports;
   for (const auto& [name, t] : c.comm.transports)
     transports.push_back(

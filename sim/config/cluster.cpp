@@ -346,8 +346,8 @@ IncastCurve parse_incast(const YamlNode& node) {
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu",
-                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports",
-                    "incast"});
+                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports", "incast",
+                    "protocols"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -385,6 +385,11 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     if (m.goodput_inter <= 0 || m.goodput_inter > 1) g->fail("goodput_inter must be in (0, 1]");
   }
   if (auto in = comm.get("incast")) m.incast = parse_incast(*in);
+  if (auto pr = comm.get("protocols")) {
+    std::string v = pr->as_string();
+    if (v != "nccl" && v != "none") pr->fail("protocols must be nccl or none");
+    m.nccl_protocols = v == "nccl";
+  }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

@@ -59,6 +59,9 @@ struct CommModel {
   CommClass inter;                                                // across nodes
   std::vector<ReduceRange> reduce = std::vector<ReduceRange>(1);  // sorted by max_bytes, last one unbounded
   uint32_t multipath = 1;  // split each transfer over this many routes (1 = minimal only)
+  // `protocols: nccl`: ring and double-tree allreduces run with the protocol NCCL's tuner picks (LL, LL128,
+  // Simple; train/nccl_tuner), its per-step latencies in place of alpha and its bytes on the wire.
+  bool nccl_protocols = false;
   // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.

@@ -530,8 +530,10 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
       {
         // auto: the ring unless the double tree's α-β estimate is smaller (one node: nothing between nodes).
         bool choose = c.inter_node == Algorithm::Auto;
-        CollectiveShape between{choose ? Algorithm::Ring : c.inter_node, p / c.ranks_per_node, 1, 0,
-                                c.bytes / c.ranks_per_node};
+        CollectiveShape between;
+        between.algorithm = choose ? Algorithm::Ring : c.inter_node;
+        between.ranks = p / c.ranks_per_node;
+        between.bytes = c.bytes / c.ranks_per_node;
         std::unique_ptr<CollectivePlan> inter = make_plan(between);
         if (choose && between.ranks > 1) {
           if (c.rate <= 0) throw std::invalid_argument("inter_node auto needs the inter-node rate");

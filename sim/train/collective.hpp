@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/units.hpp"
+
 namespace ddlsim {
 
 enum class Algorithm : uint8_t {
@@ -34,6 +36,19 @@ struct Send {
   double bytes;
 };
 
+// How the collective library moves a collective's messages, when it says (NCCL's protocols LL, LL128 and
+// Simple, chosen per call by its tuner, see nccl_tuner): each message's latency in place of the comm model's
+// α (inside a node, across nodes), the bytes on the wire per payload byte (LL: a 4-byte flag with every 4
+// bytes of data; LL128: 8 bytes of flags per 128-byte line), a bound on one message's payload rate (0:
+// none), and a fixed latency before the first round (the call's own cost). Off: the comm model alone.
+struct MessageProtocol {
+  const char* name = nullptr;  // nullptr: off
+  Time alpha_intra, alpha_inter, base;
+  double wire = 1;
+  double rate_cap = 0;
+  bool on() const { return name != nullptr; }
+};
+
 class CollectivePlan {
  public:
   virtual ~CollectivePlan() = default;
@@ -53,6 +68,8 @@ class CollectivePlan {
   // Bytes a member contributes (n): for reports (algbw = n / time).
   double bytes() const { return bytes_; }
   uint64_t message_count() const;
+  const MessageProtocol& protocol() const { return protocol_; }
+  void set_protocol(const MessageProtocol& p) { protocol_ = p; }
 
  protected:
   CollectivePlan(uint32_t members, uint32_t rounds, double bytes)
@@ -60,6 +77,7 @@ class CollectivePlan {
   uint32_t members_;
   uint32_t rounds_;
   double bytes_;
+  MessageProtocol protocol_;
 };
 
 struct CollectiveShape {

@@ -80,6 +80,14 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
     events_.schedule(now, EventKind::TaskEnd, t);
     return;
   }
+  const Time base = runs_[id]->plan->protocol().base;
+  if (base > Time()) {  // the library's own cost of the call, before the first round
+    for (uint32_t m = 0; m < p; ++m) {
+      runs_[id]->round[m] = UINT32_MAX;  // round_done enters round 0
+      events_.schedule(now + base, EventKind::RoundDone, id, m);
+    }
+    return;
+  }
   for (uint32_t m = 0; m < p; ++m) enter_round(id, m, 0, now);
 }
 
@@ -113,7 +121,7 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
     if (src == dst) {
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
-      run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now);
+      run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol());
       run.flows += run.messages[slot].parts;
     }
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/train/nccl_tuner.hpp"
 #include "sim/train/training.hpp"
 
 namespace ddlsim {
@@ -112,17 +113,20 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   if (ps) placement = ps->placement;
   Cluster cluster = build_cluster(config, nodes, placement.hosts());
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
-  CollectiveShape shape{algo,
-                        p,
-                        static_cast<uint32_t>(cluster.gpus_per_node),
-                        placement.servers,
-                        workload.bytes,
-                        ar ? ar->inter_node : Algorithm::Ring};
+  CollectiveShape shape;
+  shape.algorithm = algo;
+  shape.ranks = p;
+  shape.ranks_per_node = static_cast<uint32_t>(cluster.gpus_per_node);
+  shape.servers = placement.servers;
+  shape.bytes = workload.bytes;
+  shape.inter_node = ar ? ar->inter_node : Algorithm::Ring;
   price_inter_node(shape, cluster);
   if (algo == Algorithm::Ring) shape.channels = ring_channels(cluster, ar->channels);
   CollectiveTask task;
   try {
-    task.plan = make_plan(shape);
+    std::unique_ptr<CollectivePlan> made = make_plan(shape);
+    made->set_protocol(nccl_protocol(shape, cluster));
+    task.plan = std::move(made);
   } catch (const std::invalid_argument& e) {
     st.where.fail(e.what());
   }

@@ -242,23 +242,24 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
   if (src != dst) {
     if (comm_.multipath > 1 && !router_.same_node(src, dst)) return false;
     MessageShape& shape = shapes_[r];
+    const MessageProtocol& protocol = plan_.protocol();
     if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
       Time latency;
-      double rate;
-      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate);
+      double rate;  // payload bytes per second; its links carry protocol.wire times as many
+      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate, protocol);
       shape = {snd.peer,
                snd.bytes,
                &router_.route(src, dst),
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
-               rate};
+               rate * protocol.wire};
     }
     int64_t drain = start_[r] + shape.latency;
     end = drain + shape.duration;
     if (snd.bytes > 0) {
       for (LinkId l : *shape.route)
         if (!place(l, drain, end, shape.rate)) return false;
-      record(r, shape.route, snd.bytes, shape.duration);
+      record(r, shape.route, snd.bytes * protocol.wire, shape.duration);
     }
   }
   send_end_[r] = std::max(send_end_[r], end);
@@ -454,7 +455,7 @@ void FastPath::Evaluation::flush_skipped_usage() {
   for (uint32_t r = 0; r < p_; ++r) {
     const MessageShape& shape = shapes_[r];
     if (shape.route == nullptr) continue;
-    double bytes = shape.bytes * static_cast<double>(skipped_rounds_);
+    double bytes = shape.bytes * plan_.protocol().wire * static_cast<double>(skipped_rounds_);
     int64_t busy = shape.duration * static_cast<int64_t>(skipped_rounds_);
     uint32_t e = last_entry_[r];
     if (e != UINT32_MAX && usage[e].route == shape.route) {
@@ -487,6 +488,8 @@ FastOutcome FastPath::run(const CollectiveTask& spec, Time now) {
     memo->first_server = spec.first_server;
     Evaluation eval(*this, spec, now);
     memo->outcome = eval.run(memo->usage, memo->fixes);
+    // The library's own cost of the call comes before the first round (the flow model waits for it too).
+    if (memo->outcome.ok) memo->outcome.duration += spec.plan->protocol().base.picoseconds();
   }
   if (memo->outcome.ok) {
     ++memo->runs;

@@ -29,25 +29,39 @@ const Transport::Path& Transport::path(VertexId src, VertexId dst, uint32_t p) {
       .first->second;
 }
 
-void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate) {
+void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
+                               const MessageProtocol& protocol) {
   const Path& path0 = path(src, dst);
   const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
-  latency = path0.latency + range.alpha;
+  latency = protocol.on() ? (path0.same_node ? protocol.alpha_intra : protocol.alpha_inter)
+                          : path0.latency + range.alpha;
   rate = path0.capacity * range.efficiency;
   if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
+  if (protocol.on()) {  // payload bytes per second: the wire carries wire x as many
+    rate /= protocol.wire;
+    if (protocol.rate_cap > 0) rate = std::min(rate, protocol.rate_cap);
+  }
 }
 
-uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now) {
+uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
+                         const MessageProtocol& protocol) {
   if (now < isolated_until_)
     throw std::logic_error("a transfer started while an isolated collective owned the network");
   const Path& minimal = path(src, dst);
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
+  // A protocol's per-step latency is the whole of a message's (NCCL's model counts the links in it).
+  const Time alpha =
+      protocol.on() ? (minimal.same_node ? protocol.alpha_intra : protocol.alpha_inter) : range.alpha;
   uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
   for (uint32_t p = 0; p < paths; ++p) {
     const Path& pp = p == 0 ? minimal : path(src, dst, p);
     double rate_cap = pp.capacity * range.efficiency;
     if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
     if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
+    if (protocol.on() && protocol.rate_cap > 0) {  // on the wire: the payload bound x the wire factor
+      double cap = protocol.rate_cap * protocol.wire / paths;
+      rate_cap = rate_cap > 0 ? std::min(rate_cap, cap) : cap;
+    }
     uint32_t slot;
     if (free_requests_.empty()) {
       slot = static_cast<uint32_t>(requests_.size());
@@ -56,9 +70,9 @@ uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag,
       slot = free_requests_.back();
       free_requests_.pop_back();
     }
-    requests_[slot] = FlowRequest{pp.route, bytes / paths, rate_cap, tag};
+    requests_[slot] = FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, tag};
     ++pending_flow_starts_;
-    events_.schedule(now + pp.latency + range.alpha, EventKind::FlowStart, slot);
+    events_.schedule(now + (protocol.on() ? alpha : pp.latency + alpha), EventKind::FlowStart, slot);
   }
   return paths;
 }

@@ -11,6 +11,7 @@
 #include "sim/net/comm_model.hpp"
 #include "sim/net/flow_network.hpp"
 #include "sim/net/topology.hpp"
+#include "sim/train/collective.hpp"
 #include "sim/train/event_core.hpp"
 
 namespace ddlsim {
@@ -20,7 +21,10 @@ class Transport {
   Transport(const Topology& topo, const CommModel& comm, EventQueue& events);
   // Sends `bytes` from endpoint src to dst at `now`; the flow completions carry `tag`. Returns the number of
   // flows (parts) it started.
-  uint32_t send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now);
+  // A collective library's protocol (on) replaces the route latency and the comm model's α by its per-step
+  // latency and puts bytes x its wire factor on the network, its payload rate bounded by its cap.
+  uint32_t send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
+                const MessageProtocol& protocol = {});
   // The FlowStart event of request `slot`: its flow starts draining.
   void start_flow(uint32_t slot, Time now) {
     const FlowRequest& r = requests_[slot];
@@ -30,7 +34,8 @@ class Transport {
   }
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
   // on the minimal route.
-  void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate);
+  void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
+                      const MessageProtocol& protocol = {});
   // True when nothing runs or waits to start on the network.
   bool idle() const { return net_.empty() && pending_flow_starts_ == 0; }
   // A fast-path collective owns the network until `t`: send() before then is an internal error.

@@ -217,6 +217,59 @@ TEST(ClosedForm, MpichChoosesByMessageSize) {
   expect_rel(run(1024, "mpich", "", "allreduce", true, 1, "3000B").time_s, 10 * (2 * kL + 3000 / kB));
 }
 
+// NCCL's protocols (comm.protocols: nccl) with NCCL's tuner constants (NVIDIA/nccl src/graph/tuning.cc at
+// 5067397c): per call a base latency (ring: LL 6.6 us, LL128 14, Simple 8.4), per step the hardware's latency
+// (here one GPU per node, so every step crosses the network at the tree's network latency: LL 5.0 us, LL128
+// 8.5, Simple 14) in place of the route latency and α, and the protocol's bytes on the wire (LL 2 per byte,
+// LL128 128/120). Bounds on what a channel's threads drive: LL 20.4 GB/s for 4 nodes, LL128 20 GB/s per
+// channel (Ampere), one channel (one NIC per node). A ring of p = 4 on the 25 GB/s star, m = n/4 per message:
+//   LL:     T = 6.6 us + 6·(5.0 us + 2m/B)          (the wire, 2m at B, binds before LL's 20.4 GB/s)
+//   LL128:  T = 14 us + 6·(8.5 us + m/20 GB/s)       (20 GB/s of payload binds before B·120/128)
+//   Simple: T = 8.4 us + 6·(14 us + m/B)
+double nccl_ll(double n) {
+  return 6.6e-6 + 6 * (5.0e-6 + 2 * (n / 4) / kB);
+}
+double nccl_ll128(double n) {
+  return 14e-6 + 6 * (8.5e-6 + (n / 4) / 20e9);
+}
+double nccl_simple(double n) {
+  return 8.4e-6 + 6 * (14e-6 + (n / 4) / kB);
+}
+
+TEST(ClosedForm, NcclProtocolsOnAStar) {
+  const std::string nccl = "{protocols: nccl}";
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    expect_rel(run(4, "ring", nccl, "allreduce", fast, 1, "8B").time_s, nccl_ll(8));
+    expect_rel(run(4, "ring", nccl, "allreduce", fast, 1, "1MB").time_s, nccl_ll128(1e6));
+    expect_rel(run(4, "ring", nccl, "allreduce", fast, 1, "100MB").time_s, nccl_simple(100e6));
+  }
+  // Off (the default), the same ring pays route latency and α per step, payload only: 6·(2l + m/B).
+  expect_rel(run(4, "ring", "", "allreduce", true, 1, "8B").time_s, 6 * (2 * kL + 2 / kB));
+}
+
+TEST(ClosedForm, NcclTunerSwitchesWhereItsCostModelCrosses) {
+  // NCCL's estimates for the ring above (us, n in bytes): bus bandwidth 25 GB/s, algorithm bandwidth x
+  // p/(2(p-1)) = x 2/3, latency base + 6 steps x the network's step latency (Simple also x 1.4, NCCL's
+  // "plateau" factor for rings across nodes, once n/(channels·p) >= 64 B):
+  //   LL     36.6   + n / (1e3 · min(20.4, 0.5·25) · 2/3)
+  //   LL128  65.0   + n / (1e3 · min(0.92·25, 20) · 2/3)
+  //   Simple 129.36 + n / (1e3 · 25 · 2/3)
+  // LL gives way to LL128 at n1 and LL128 to Simple at n2, where the lines cross; the simulated time follows.
+  auto inv = [](double gbps) { return 1 / (1e3 * gbps * 2 / 3); };
+  const double n1 = (65.0 - 36.6) / (inv(12.5) - inv(20)), n2 = (129.36 - 65.0) / (inv(20) - inv(25));
+  const std::string nccl = "{protocols: nccl}";
+  auto at = [&](double n) {
+    return run(4, "ring", nccl, "allreduce", true, 1, fmt::format("{}B", std::llround(n))).time_s;
+  };
+  // (each of the 6 messages' durations is rounded to the picosecond: 6 ps)
+  auto n = [](double v) { return static_cast<double>(std::llround(v)); };
+  EXPECT_NEAR(at(0.98 * n1), nccl_ll(n(0.98 * n1)), 6e-12);
+  EXPECT_NEAR(at(1.02 * n1), nccl_ll128(n(1.02 * n1)), 6e-12);
+  EXPECT_NEAR(at(0.98 * n2), nccl_ll128(n(0.98 * n2)), 6e-12);
+  EXPECT_NEAR(at(1.02 * n2), nccl_simple(n(1.02 * n2)), 6e-12);
+}
+
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
   // Both reach the bandwidth lower bound 2(p−1)/p·n/B (Patarasuk & Yuan); they differ only in latency terms:
   // ring − rhd = (2(p−1) − 2·log2 p)·2l.

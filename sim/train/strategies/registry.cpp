@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "sim/train/nccl_tuner.hpp"
 #include "sim/train/strategies/strategy.hpp"
 
 namespace ddlsim {
@@ -142,6 +143,12 @@ bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
     if (t.cpu_rate > 0) rate = std::min(rate, t.cpu_rate);
     if (t.connection_rate > 0) rate = std::min(rate, t.connection_rate);
   }
+  // A collective library's protocol: its step latency, its base once (bounded per round), its wire bytes.
+  if (const MessageProtocol& pr = plan.protocol(); pr.on()) {
+    alpha += std::max(pr.alpha_intra, pr.alpha_inter).seconds() + pr.base.seconds();
+    rate /= pr.wire;
+    if (pr.rate_cap > 0) rate = std::min(rate, pr.rate_cap);
+  }
   // A route crosses a few links inside each node and a few fabric switches: 32 links bound any of them.
   const double per_round_fixed = alpha + 32 * latency;
   const double limit = kMaxSimulatedSeconds / 4;
@@ -195,7 +202,9 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
     CollectiveShape shape{a, workers, static_cast<uint32_t>(cluster.gpus_per_node), 0, bytes, inter_node};
     price_inter_node(shape, cluster);
     if (a == Algorithm::Ring) shape.channels = ring_channels(cluster, channels);
-    std::shared_ptr<const CollectivePlan> plan = make_plan(shape);
+    std::unique_ptr<CollectivePlan> made = make_plan(shape);
+    made->set_protocol(nccl_protocol(shape, cluster));
+    std::shared_ptr<const CollectivePlan> plan = std::move(made);
     bool safe = fast_path_safe(*plan, cluster);
     it = plans_.emplace(key, std::make_pair(std::move(plan), safe)).first;
   }

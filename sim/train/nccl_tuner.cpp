@@ -1,0 +1,152 @@
+#include "sim/train/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/net/topology.hpp"
+
+namespace ddlsim {
+
+namespace {
+
+// NCCL's tuner constants (NVIDIA/nccl, src/graph/tuning.cc at commit 5067397c, ncclTunerConstantsDefaults):
+// microseconds and GB/s. Protocols in NCCL's order LL, LL128, Simple; algorithms Tree, Ring.
+enum Proto { kLL = 0, kLL128 = 1, kSimple = 2 };
+enum Algo { kTree = 0, kRing = 1 };
+enum Hw { kNvLink = 0, kPci = 1, kNet = 2 };
+constexpr const char* kProtoNames[3] = {"LL", "LL128", "Simple"};
+constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
+constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}},
+                                    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}},
+                                    {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}};
+// By GPU generation (Volta, Ampere, Hopper, Blackwell) and node count (1, 2, more). llMaxBws: one node by GPU
+// generation, several nodes by CPU (row 0 Intel, row 1 AMD: the cluster does not say, so row 0).
+constexpr double kLlMaxBw[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+constexpr double kRingLL128PerCh[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
+constexpr double kTreeLL128PerCh[4][3] = {
+    {20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kTreePerCh[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+// Trees fall short of the model at medium sizes: NCCL scales their bandwidth by size (powers of two, 64 B
+// up).
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// Bytes on the wire per payload byte: LL sends 8-byte lines of 4 data bytes and a 4-byte flag, LL128 128-byte
+// lines with 8 bytes of flags.
+constexpr double kWire[3] = {2.0, 128.0 / 120.0, 1.0};
+
+// The GPU's generation (index into the tables above, and its compute capability), from its datasheet name;
+// -1 for GPUs NCCL does not run on (AMD's use RCCL and its own tuning).
+int generation(const std::string& gpu, int& compcap) {
+  auto starts = [&](const char* p) { return gpu.rfind(p, 0) == 0; };
+  if (starts("b200") || starts("gb200")) return compcap = 100, 3;
+  if (starts("h100") || starts("h200") || starts("gh200")) return compcap = 90, 2;
+  if (starts("a100") || starts("a40") || starts("a10")) return compcap = 80, 1;
+  if (starts("v100")) return compcap = 70, 0;
+  if (starts("p100")) return compcap = 60, 0;
+  return -1;
+}
+
+double log2i(double v) {
+  return v < 1 ? 0 : std::floor(std::log2(v));
+}
+
+}  // namespace
+
+std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& c) {
+  std::vector<NcclEstimate> out;
+  if (!c.comm.nccl_protocols) return out;
+  if (shape.algorithm != Algorithm::Ring && shape.algorithm != Algorithm::DoubleTree) return out;
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  if (gen < 0 || shape.ranks < 2) return out;
+  const double p = shape.ranks;
+  const uint32_t gpn = std::max<uint32_t>(1, std::min<uint32_t>(shape.ranks, c.gpus_per_node));
+  const double nodes = std::ceil(p / gpn), ppn = p / nodes;
+  const int n_idx = nodes <= 2 ? static_cast<int>(nodes) - 1 : 2;
+  // NCCL's channels (at least one per NIC: the ring channels the cluster gives, see ring_channels) bound the
+  // bandwidth its GPU threads drive; the plan's own messages in parallel (rings across nodes, the two trees)
+  // share that bound.
+  const double ch = std::max<uint32_t>(1, shape.channels);
+  const double plan_channels =
+      shape.algorithm == Algorithm::DoubleTree
+          ? 2
+          : (gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
+  // The hardware of a step inside a node (NVLink or PCIe) and the bus bandwidth the cluster gives a ring:
+  // one GPU's link to the next inside a node, and across nodes each channel's NIC.
+  Hw intra_hw = kPci;
+  if (c.gpus.size() > 1 && gpn > 1) {
+    Router router(c.topo);
+    for (LinkId l : router.route(c.gpus[0], c.gpus[1]))
+      if (c.topo.links()[l].cls == LinkClass::NvLink) intra_hw = kNvLink;
+  }
+  const double intra = gpn > 1 ? intra_node_cost(c, shape.bytes / p).rate : 0;
+  const double inter = nodes > 1 ? inter_node_cost(c, shape.bytes / p).rate : 0;
+  double bus = nodes == 1 ? intra : (gpn > 1 ? std::min(intra, ch * inter) : ch * inter);
+  bus /= 1e9;  // GB/s, as NCCL's constants
+  const bool ll128 = compcap >= 70 && (gpn == 1 || intra_hw == kNvLink);
+  const double ll_max = kLlMaxBw[nodes == 1 ? gen : 0][n_idx];
+  const Algo a = shape.algorithm == Algorithm::Ring ? kRing : kTree;
+  for (int pr = kLL; pr <= kSimple; ++pr) {
+    NcclEstimate e{kProtoNames[pr], -1, {}};
+    if (pr == kLL128 && !ll128) {
+      out.push_back(e);
+      continue;
+    }
+    // GB/s: the bus bandwidth, and what the GPU threads of all channels can drive (0: no bound).
+    double bw = bus, cap = 0;
+    if (a == kRing) {
+      if (pr == kLL) bw = std::min(ll_max, bw * .5), cap = ll_max;
+      if (pr == kLL128) cap = ch * kRingLL128PerCh[gen][n_idx], bw = std::min(bw * .92, cap);
+    } else {
+      cap = ch * kTreePerCh[gen][n_idx], bw = std::min(bw * .92, cap);
+      if (pr == kLL) bw = std::min(bw / 3.8, ll_max), cap = ll_max;
+      if (pr == kLL128)
+        cap = ch * kTreeLL128PerCh[gen][n_idx],
+        bw = std::min(bw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), cap);
+    }
+    // Latency: the call's base, then per step the step's hardware (across nodes NCCL also counts the
+    // network proxy's post overhead, 1 us, 3 us with Simple; one GPU per node pays the tree's network
+    // latency).
+    const double intra_lat = kHwLat[intra_hw][a][pr];
+    const double inter_lat = ppn == 1 ? kHwLat[kNet][kTree][pr] : kHwLat[kNet][a][pr];
+    double lat = kBaseLat[a][pr], alg = 0;
+    if (a == kRing) {
+      const double steps = 2 * (p - 1), inter_steps = nodes == 1 ? 0 : 2 * (nodes - 1);
+      const double step_lat = nodes > 1 ? std::max(intra_lat, pr == kSimple ? 3.0 : 1.0) : intra_lat;
+      lat += (steps - inter_steps) * step_lat + inter_steps * inter_lat;
+      if (pr == kSimple && nodes > 1 && shape.bytes / (ch * p) >= 64) lat *= compcap < 80 ? 1.9 : 1.4;
+      alg = bw * p / steps;
+    } else {
+      lat += 2 * ((ppn - 1) * intra_lat + log2i(nodes) * inter_lat);
+      int size_log = static_cast<int>(log2i(shape.bytes / 64));
+      if (shape.bytes >= 64 && size_log < 23) bw *= kTreeCorrection[pr][size_log];
+      alg = bw * .5;
+    }
+    e.seconds = (lat + shape.bytes / (1e3 * alg)) * 1e-6;
+    e.messages = MessageProtocol{kProtoNames[pr],
+                                 Time::from_seconds(intra_lat * 1e-6),
+                                 Time::from_seconds(inter_lat * 1e-6),
+                                 Time::from_seconds(kBaseLat[a][pr] * 1e-6),
+                                 kWire[pr],
+                                 cap * 1e9 / plan_channels};
+    out.push_back(e);
+  }
+  return out;
+}
+
+MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster) {
+  MessageProtocol best;
+  double fastest = 0;
+  for (const NcclEstimate& e : nccl_estimates(shape, cluster))
+    if (e.seconds >= 0 && (!best.on() || e.seconds < fastest)) {
+      best = e.messages;
+      fastest = e.seconds;
+    }
+  return best;
+}
+
+}  // namespace ddlsim

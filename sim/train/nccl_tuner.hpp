@@ -1,0 +1,31 @@
+#pragma once
+// NCCL's protocols and its tuner. NCCL moves every collective with one of three protocols, chosen per call by
+// a cost model of its own (src/graph/tuning.cc): time = base latency + per-step latency (by the hardware of
+// each step: NVLink, PCIe or the network) + bytes / bus bandwidth, the bandwidth reduced by what the protocol
+// puts on the wire and bounded by what a channel's GPU threads can drive. LL: 8-byte lines of 4 bytes of data
+// and a 4-byte flag, lowest latency, half the bandwidth; LL128: 128-byte lines with 8 bytes of flags; Simple:
+// the data alone, behind a memory fence per step, highest latency. With `comm.protocols: nccl` the tuner
+// picks the protocol of each ring and double-tree allreduce as NCCL would, and its messages then cost that
+// protocol's per-step latency and wire bytes in the simulation (MessageProtocol).
+#include <string>
+#include <vector>
+
+#include "sim/net/cluster.hpp"
+#include "sim/train/collective.hpp"
+
+namespace ddlsim {
+
+// One protocol's estimate by NCCL's own model for an allreduce of `bytes` per rank.
+struct NcclEstimate {
+  const char* protocol;
+  double seconds;  // NCCL's predicted time; < 0: not available (disabled on this hardware)
+  MessageProtocol messages;
+};
+
+// Every protocol's estimate for `shape` (a Ring or DoubleTree allreduce) on `cluster`; empty when the
+// cluster does not run NCCL's protocols (comm.protocols off, an AMD GPU, another algorithm).
+std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& cluster);
+// The protocol NCCL's tuner picks for `shape` (the fastest estimate); off when there is none.
+MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster);
+
+}  // namespace ddlsim
