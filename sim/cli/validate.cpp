@@ -7,11 +7,13 @@
 #include <map>
 #include <set>
 
+#include "sim/calib/readers.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/csv.hpp"
+#include "sim/train/collective_workload.hpp"
 #include "sim/train/training.hpp"
 
 namespace ddlsim::cli {
@@ -66,6 +68,66 @@ struct Row {
   const QuantityRule* rule;
 };
 
+// A collective scenario against measured allreduce runs (nccl-tests all_reduce_perf, osu_allreduce,
+// ddlsim-kernels): each strategy at each measured size and node count, busbw measured vs simulated, and per
+// strategy the median and the largest relative error. Exit 1 when a median passes --max-rel-error.
+int validate_collective(const Scenario& sc, const Args& a, const std::string& measured, double max_rel) {
+  if (sc.collective->kind != CollectiveKind::Allreduce)
+    throw InputError({sc.file, 0, 0}, "workload.collective",
+                     "validate compares allreduce runs (nccl-tests all_reduce_perf, osu_allreduce, "
+                     "ddlsim-kernels); this scenario runs another collective");
+  std::vector<Measurement> runs;
+  for (Measurement& m : read_measurements(measured))
+    if (m.kind == MeasurementKind::Allreduce) runs.push_back(std::move(m));
+  if (runs.empty()) throw InputError({measured, 0, 0}, "--measured", "no allreduce measurement in the file");
+  for (const Measurement& m : runs)
+    if (m.ranks_per_node != sc.cluster.gpus_per_node || m.ranks != m.nodes * m.ranks_per_node)
+      throw InputError(
+          {m.file, m.line, 0}, "ranks",
+          fmt::format("the run has {} ranks on {} node(s), {} per node; the scenario's cluster has "
+                      "{} GPUs per node, so it cannot run it",
+                      m.ranks, m.nodes, m.ranks_per_node, sc.cluster.gpus_per_node));
+  Report report;
+  report.scenario_name = sc.name;
+  report.scenario_file = sc.file;
+  report.title = fmt::format("{}: allreduce vs {}", sc.name, measured);
+  report.table_columns = {"strategy",     "gpus",           "bytes",           "measured_us",
+                          "simulated_us", "measured_busbw", "simulated_busbw", "rel_error"};
+  EngineOptions options{!a.has("no-fast")};
+  bool exceeded = false;
+  for (const Strategy& st : sc.strategies) {
+    std::vector<double> errors;
+    double worst = -1, worst_bytes = 0;
+    for (const Measurement& m : runs) {
+      CollectiveWorkload w = *sc.collective;
+      w.bytes = m.bytes;
+      CollectiveResult r = run_collective_workload(sc.cluster, w, st, m.nodes, options);
+      const double factor = bus_factor(CollectiveKind::Allreduce, m.ranks);
+      const double measured_busbw = m.bytes / m.time_s * factor;
+      const double err = std::abs(r.busbw - measured_busbw) / measured_busbw;
+      errors.push_back(err);
+      if (err > worst) worst = err, worst_bytes = m.bytes;
+      report.results.push_back({{"strategy", st.label},
+                                {"gpus", m.ranks},
+                                {"bytes", static_cast<int64_t>(m.bytes)},
+                                {"measured_us", m.time_s * 1e6},
+                                {"simulated_us", r.time_s * 1e6},
+                                {"measured_busbw", measured_busbw / 1e9},
+                                {"simulated_busbw", r.busbw / 1e9},
+                                {"rel_error", err}});
+    }
+    const double med = median(errors);
+    report.notes.push_back(fmt::format("{}: {} sizes, median |busbw error| {:.3f}, max {:.3f} (at {})",
+                                       st.label, errors.size(), med, worst,
+                                       format_bytes(Bytes{worst_bytes})));
+    if (max_rel >= 0 && med > max_rel) exceeded = true;
+  }
+  report.notes.push_back("busbw in GB/s: algbw x 2(p-1)/p (nccl-tests' definition); rel_error on busbw");
+  if (exceeded) report.notes.push_back("FAILED: a median error exceeds --max-rel-error");
+  write_report(std::cout, a.format, report);
+  return exceeded ? 1 : 0;
+}
+
 }  // namespace
 
 int validate_command(const std::vector<std::string>& args) {
@@ -84,7 +146,11 @@ int validate_command(const std::vector<std::string>& args) {
       "efficiency_min / efficiency_max (bounds: the error is how far the simulation is outside),\n"
       "share_allreduce (collective kernel busy share, overlapped or not), time_to_train_s (and _min / "
       "_max),\n"
-      "speedup; share_data and share_cudnn are shown but not held (see the notes).");
+      "speedup; share_data and share_cudnn are shown but not held (see the notes).\n"
+      "A scenario with an allreduce workload is compared instead with a file of measured allreduce runs\n"
+      "(nccl-tests all_reduce_perf, osu_allreduce, ddlsim-kernels): every strategy at every measured size\n"
+      "and node count, busbw measured vs simulated per size, and per strategy the median and largest\n"
+      "relative error (--max-rel-error bounds the median).");
   spec.options.add_options()                                                                            //
       ("measured", po::value<std::string>()->value_name("FILE.csv"), "the measured points (required)")  //
       ("max-error", po::value<double>()->value_name("X"),
@@ -110,9 +176,7 @@ int validate_command(const std::vector<std::string>& args) {
 
   Scenario sc = load_scenario(a.positional[0], a.sets);
   require_no_jobs(sc, "validate");
-  if (sc.collective)
-    throw InputError({sc.file, 0, 0}, "workload",
-                     "validate needs a training workload (model, batch_per_gpu, ...)");
+  if (sc.collective) return validate_collective(sc, a, measured, max_rel);
   struct {
     std::string model, loader;
   } ws{sc.training.model.name, loader_name(sc.training.loader.kind)};

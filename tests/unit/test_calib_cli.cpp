@@ -192,3 +192,67 @@ TEST(CalibCli, ComputeFitInputErrors) {
 
 }  // namespace
 }  // namespace ddlsim
+
+namespace ddlsim {
+namespace {
+
+TEST(CalibCli, ValidateComparesACollectiveScenarioSizeBySize) {
+  // A collective scenario (one DGX A100 node, a ring allreduce) against nccl-tests output: one row per
+  // measured size, busbw measured = bytes / time x 2(p-1)/p, rel_error = |simulated - measured| / measured,
+  // and a simulated time equal to `ddlsim run` of that size alone.
+  const std::string dir =
+      std::filesystem::temp_directory_path().string() + "/ddlsim-validate-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto scenario = [&](const std::string& name, const std::string& cluster, const std::string& bytes) {
+    std::string path = dir + "/" + name + ".yaml";
+    std::ofstream(path) << "name: " << name << "\ncluster: " << cluster
+                        << "\nworkload: {collective: allreduce, bytes: " << bytes
+                        << "}\nstrategies: [ring]\n";
+    return path;
+  };
+  const std::string dgx = "{topology: " + source("topologies/dgx-a100-hdr-fattree.yaml") + ", nodes: [1]}";
+  const std::string nccl = source("scenarios/measured/nccl-tests-allreduce-dgx-a100.txt");
+  Outcome v =
+      ddlsim("validate '" + scenario("v", dgx, "1MB") + "' --measured '" + nccl + "' --format csv", false);
+  ASSERT_EQ(v.status, 0) << v.out;
+  CsvTable t = parse_csv(v.out, "validate");
+  ASSERT_EQ(t.rows.size(), 31u);  // 8 B .. 8 GiB
+  const double factor = 2.0 * 7 / 8;
+  bool found = false;
+  for (const auto& row : t.rows) {
+    double bytes = std::stod(row[t.column("bytes")]), us = std::stod(row[t.column("measured_us")]);
+    double mb = std::stod(row[t.column("measured_busbw")]), sb = std::stod(row[t.column("simulated_busbw")]);
+    EXPECT_NEAR(mb, bytes / (us * 1e-6) * factor / 1e9, mb * 1e-6);
+    EXPECT_NEAR(std::stod(row[t.column("rel_error")]), std::abs(sb - mb) / mb, 1e-6);
+    if (bytes == 16777216) {
+      found = true;
+      Outcome r = ddlsim("run '" + scenario("r", dgx, "16777216B") + "' --format csv", false);
+      CsvTable rt = parse_csv(r.out, "run");
+      ASSERT_EQ(rt.rows.size(), 1u) << r.out;
+      EXPECT_NEAR(std::stod(row[t.column("simulated_us")]),
+                  std::stod(rt.rows[0][rt.column("collective_time_s")]) * 1e6, 1e-3);
+    }
+  }
+  EXPECT_TRUE(found);
+  // --max-rel-error bounds the median: far below it, exit 1.
+  EXPECT_EQ(
+      ddlsim("validate '" + scenario("v", dgx, "1MB") + "' --measured '" + nccl + "' --max-rel-error 0.001",
+             false)
+          .status,
+      1);
+  // A cluster that cannot hold the run (4 GPUs per node for a run of 8 on one node): exit 2 naming the file.
+  Outcome bad = ddlsim("validate '" +
+                           scenario("b",
+                                    "{nodes: [1], gpus_per_node: 4, gpu: a100-40gb, network: {kind: star, "
+                                    "link: {bandwidth: 25GB/s, latency: 1us}}}",
+                                    "1MB") +
+                           "' --measured '" + nccl + "'",
+                       true);
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("nccl-tests-allreduce-dgx-a100.txt:"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("4 GPUs per node"), std::string::npos) << bad.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddlsim
