@@ -51,7 +51,8 @@ struct HostTransport {
   double cpu_seconds(double bytes) const {
     return overhead.seconds() + (cpu_rate > 0 ? bytes / cpu_rate : 0);
   }
-  bool free() const { return overhead == Time() && cpu_rate == 0 && connection_rate == 0; }
+  bool spends_cpu() const { return overhead != Time() || cpu_rate > 0; }
+  bool free() const { return !spends_cpu() && connection_rate == 0; }
 };
 
 struct CommModel {

@@ -120,19 +120,25 @@ class ChannelRingPlan : public CollectivePlan {
   uint32_t g_, c_;
 };
 
+// A plan over the largest power of two q <= p ranks, `per_level` rounds per level of log2 q, and for the
+// extra = p - q ranks a first round (handing their buffer in) and a last one (getting the result back).
+class PowerOfTwoPlan : public CollectivePlan {
+ protected:
+  PowerOfTwoPlan(uint32_t p, double n, uint32_t per_level)
+      : CollectivePlan(p, 0, n), q_(std::bit_floor(p)), log_(std::countr_zero(q_)), extra_(p - q_) {
+    rounds_ = per_level * log_ + (extra_ > 0 ? 2 : 0);
+  }
+  uint32_t pre() const { return extra_ > 0 ? 1 : 0; }  // rounds before the levels
+  uint32_t q_, log_, extra_;
+};
+
 // Rabenseifner. Non-powers of two: the `extra` ranks above the largest power of two q first hand their buffer
 // to rank r-q (which reduces it) and get the result back at the end.
-class HalvingDoublingPlan : public CollectivePlan {
+class HalvingDoublingPlan : public PowerOfTwoPlan {
  public:
-  HalvingDoublingPlan(uint32_t p, double n)
-      : CollectivePlan(p, 0, n),
-        q_(std::bit_floor(p)),
-        log_(std::countr_zero(std::bit_floor(p))),
-        extra_(p - q_) {
-    rounds_ = 2 * log_ + (extra_ > 0 ? 2 : 0);
-  }
+  HalvingDoublingPlan(uint32_t p, double n) : PowerOfTwoPlan(p, n, 2) {}
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
-    uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     if (pre && s == 0) {
       if (r >= q_) out.push_back({r - q_, bytes_});
       return;
@@ -146,13 +152,13 @@ class HalvingDoublingPlan : public CollectivePlan {
     out.push_back({partner(r, k), chunk(k)});
   }
   uint32_t receives(uint32_t r, uint32_t s) const override {
-    uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     if (pre && s == 0) return r < extra_ ? 1 : 0;
     if (pre && s == rounds_ - 1) return r >= q_ ? 1 : 0;
     return r < q_ ? 1 : 0;
   }
   double reduce_bytes(uint32_t r, uint32_t s) const override {
-    uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     if (pre && s == 0) return r < extra_ ? bytes_ : 0;
     if (r >= q_ || (pre && s == rounds_ - 1)) return 0;
     uint32_t k = s - pre;
@@ -169,7 +175,6 @@ class HalvingDoublingPlan : public CollectivePlan {
     uint32_t level = k < log_ ? k : 2 * log_ - 1 - k;
     return bytes_ / static_cast<double>(2u << level);
   }
-  uint32_t q_, log_, extra_;
 };
 
 // Recursive doubling as MPICH runs it (Thakur, Rabenseifner and Gropp, "Optimization of Collective
@@ -177,17 +182,11 @@ class HalvingDoublingPlan : public CollectivePlan {
 // and e = p - q, the even ranks below 2e first hand their whole buffer to the next (odd) rank, which sums it;
 // then the q ranks left (odd r < 2e as r/2, r >= 2e as r - e) exchange the whole buffer with the partner
 // 2^k away in round k and sum it, log2 q rounds; finally the odd ranks below 2e hand the result back.
-class RecursiveDoublingPlan : public CollectivePlan {
+class RecursiveDoublingPlan : public PowerOfTwoPlan {
  public:
-  RecursiveDoublingPlan(uint32_t p, double n)
-      : CollectivePlan(p, 0, n),
-        q_(std::bit_floor(p)),
-        log_(std::countr_zero(std::bit_floor(p))),
-        extra_(p - q_) {
-    rounds_ = log_ + (extra_ > 0 ? 2 : 0);
-  }
+  RecursiveDoublingPlan(uint32_t p, double n) : PowerOfTwoPlan(p, n, 1) {}
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
-    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     const bool paired = r < 2 * extra_;
     if (pre && s == 0) {
       if (paired && r % 2 == 0) out.push_back({r + 1, bytes_});
@@ -202,20 +201,17 @@ class RecursiveDoublingPlan : public CollectivePlan {
     out.push_back({to < extra_ ? 2 * to + 1 : to + extra_, bytes_});
   }
   uint32_t receives(uint32_t r, uint32_t s) const override {
-    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     const bool paired = r < 2 * extra_;
     if (pre && s == 0) return paired && r % 2 == 1 ? 1 : 0;
     if (pre && s == rounds_ - 1) return paired && r % 2 == 0 ? 1 : 0;
     return paired && r % 2 == 0 ? 0 : 1;
   }
   double reduce_bytes(uint32_t r, uint32_t s) const override {
-    const uint32_t pre = extra_ > 0 ? 1 : 0;
+    const uint32_t pre = this->pre();
     if (pre && s == rounds_ - 1) return 0;
     return receives(r, s) > 0 ? bytes_ : 0;
   }
-
- private:
-  uint32_t q_, log_, extra_;
 };
 
 // Binary tree rooted at member 0 (children 2r+1, 2r+2). Reduce: a member sends to its parent in the round

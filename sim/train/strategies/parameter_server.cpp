@@ -43,13 +43,13 @@ class PsStep : public StepBuilder {
     if (accumulator_.empty()) add_resources(g, c, transport);
     uint32_t l_push = g.label("push"), l_agg = g.label("aggregate"), l_pull = g.label("pull"),
              l_upd = g.label("server update");
-    uint32_t l_send = transport.free() ? 0 : g.label("host send"),
-             l_recv = transport.free() ? 0 : g.label("host receive");
+    uint32_t l_send = transport.spends_cpu() ? g.label("host send") : 0,
+             l_recv = transport.spends_cpu() ? g.label("host receive") : 0;
     // The host CPU work of one message at one end (`at`: the server's host, or none at a worker), after
     // `after`; the task itself, or `after` when the transport spends no host CPU.
     auto host_work = [&](TaskId after, double bytes, uint32_t cpu, uint32_t w, uint32_t label,
                          VertexId at = kNoVertex) {
-      if (transport.free()) return after;
+      if (!transport.spends_cpu()) return after;
       TaskId t = g.add_delay(Time::from_seconds(transport.cpu_seconds(bytes)), Category::Communication,
                              static_cast<int32_t>(w), k, label, cpu, at);
       g.depend(after, t);
@@ -204,7 +204,7 @@ class PsStep : public StepBuilder {
       host_of_server_.push_back(host_acc[host]);
       if (host_acc[host] == accumulator_.size()) accumulator_.push_back(g.add_resource());
     }
-    if (transport.free()) {  // no host work: no resources
+    if (!transport.spends_cpu()) {  // no host CPU work: no cores
       node_cpu_.assign(c.cpus.size(), kNoResource);
       server_cpu_.assign(K, kNoResource);
       return;
