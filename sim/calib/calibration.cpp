@@ -49,9 +49,14 @@ std::string reduce_range_yaml(const ReduceRange& r) {
 std::string calibration_yaml(const FitResult& fit, const std::vector<std::string>& files,
                              const std::string& date) {
   std::string out = fmt::format("# fitted by ddlsim calibrate from {} on {}\n", fmt::join(files, ", "), date);
+  out += fit.cluster.empty()
+             ? std::string("# alpha: per-message overhead (includes the measured route's wire latency); ")
+             : fmt::format(
+                   "# fitted through the simulator on {}: use it with that topology, whose routes' wire\n"
+                   "# latency the simulator adds (alpha excludes it).\n# alpha: per-message overhead; ",
+                   fit.cluster);
   out +=
-      "# alpha: per-message overhead (includes the measured route's wire latency); bandwidth: 1/beta, the "
-      "rate of one\n"
+      "bandwidth: 1/beta, the rate of one\n"
       "# message stream; reduce_bandwidth: 1/gamma. Ranges are by message size; the last one is unbounded.\n";
   if (fit.gamma_folded)
     out +=

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "sim/core/error.hpp"
 
@@ -22,7 +23,7 @@ const FittedRange& FittedClass::lookup(double bytes) const {
   return ranges.back();
 }
 
-CostTerms cost_terms(const Measurement& m) {
+CostTerms cost_terms(const Measurement& m, uint32_t channels) {
   CostTerms c;
   c.link = m.same_node ? kIntraNode : kInterNode;
   double n = m.bytes, p = static_cast<double>(m.ranks);
@@ -51,9 +52,11 @@ CostTerms cost_terms(const Measurement& m) {
   bool ring = m.algorithm == "ring" || m.algorithm == "nccl" || m.algorithm == "osu_allreduce";
   if (ring) {
     c.modelled = true;
-    c.messages = {{2 * (p - 1), n / p}};
-    c.reduces = {{p - 1, n / p}};
-    c.formula = "2(p-1)*a + 2(p-1)/p*n*b + (p-1)/p*n*g";
+    const double ch = channels;
+    c.messages = {{2 * (p - 1), n / (p * ch)}};
+    c.reduces = {{(p - 1) * ch, n / (p * ch)}};
+    c.formula = channels > 1 ? fmt::format("2(p-1)*a + 2(p-1)/({}p)*n*b + (p-1)/p*n*g", channels)
+                             : "2(p-1)*a + 2(p-1)/p*n*b + (p-1)/p*n*g";
     return c;
   }
   if (m.algorithm == "rhd" && std::has_single_bit(static_cast<uint64_t>(m.ranks))) {
@@ -225,7 +228,7 @@ std::optional<Solution> solve(const std::vector<Row>& rows, const Breaks& bp, bo
   std::array<bool, kCols> fixed{};
   for (const Row& r : rows) {
     Vec v = design(r.terms, bp);
-    double target = 1;
+    double target = 1 - r.terms.offset_s / r.t;
     for (int j = 0; j < kCols; ++j) {
       double& e = v[static_cast<size_t>(j)];
       e = with_gamma || j % kPer != kGammaCol ? e / r.t : 0;
@@ -375,7 +378,7 @@ std::optional<ClassFit> fit_class(const std::vector<Row>& rows, const FitOptions
 double model_time(const CostTerms& c, const FitResult& fit) {
   const FittedClass& cls = fit.link[c.link];
   if (!c.modelled || !cls.measured) return std::nan("");
-  double t = 0;
+  double t = c.offset_s;
   for (const CostTerms::Messages& m : c.messages) {
     const FittedRange& r = cls.lookup(m.bytes);
     t += m.count * ((c.streamed ? r.gap : r.alpha) + m.bytes * r.beta);
@@ -391,8 +394,11 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
   out.points.resize(ms.size());
   std::array<std::vector<Row>, 2> rows;
   bool cpu_side = false;
+  if (!o.terms.empty() && o.terms.size() != ms.size())
+    throw std::logic_error("fit_comm_model: one CostTerms per measurement");
+  auto terms_of = [&](size_t i) { return o.terms.empty() ? cost_terms(ms[i]) : o.terms[i]; };
   for (size_t i = 0; i < ms.size(); ++i) {
-    CostTerms c = cost_terms(ms[i]);
+    CostTerms c = terms_of(i);
     out.points[i].modelled = c.modelled;
     if (!c.modelled || ms[i].bytes > o.max_bytes || ms[i].ranks > o.max_ranks) continue;
     if (!o.algorithms.empty() &&
@@ -561,7 +567,7 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
   std::vector<double> errors;
   for (size_t i = 0; i < ms.size(); ++i) {
     FitPoint& p = out.points[i];
-    double t = model_time(cost_terms(ms[i]), out);
+    double t = model_time(terms_of(i), out);
     if (std::isnan(t)) continue;
     p.predicted = true;
     p.predicted_s = t;

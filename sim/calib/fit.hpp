@@ -47,9 +47,14 @@ struct CostTerms {
   std::vector<Messages> messages;
   std::vector<Messages> reduces;  // operands reduced on the critical path (gamma), by size
   bool streamed = false;          // osu_bw: the per-message cost is a pipelined gap, not alpha
-  std::string formula;            // human-readable, for the residual table
+  // Time the cluster adds on that path that no fitted parameter covers (a fit through the simulator: the
+  // routes' wire latency, a ring's pipeline fill); 0 for the closed forms alone.
+  double offset_s = 0;
+  std::string formula;  // human-readable, for the residual table
 };
-CostTerms cost_terms(const Measurement& m);
+// `channels`: rings in parallel (a ring across nodes in the simulator, NCCL's channels), each carrying n /
+// channels: messages of n / (p channels), and each round reduces `channels` operands of that size.
+CostTerms cost_terms(const Measurement& m, uint32_t channels = 1);
 
 struct FitOptions {
   std::vector<double> breakpoints;  // bytes, increasing: the largest message of each range but the last
@@ -61,6 +66,9 @@ struct FitOptions {
   // Per link class (intra, inter): one flow's rate on the cluster where the data were measured (bytes/s; 0:
   // unknown). Used as 1/beta where beta cannot be fitted (a single message size, or times that do not grow).
   double bandwidth[2] = {0, 0};
+  // Per measurement, in order (empty: cost_terms(m) of each): the messages on its critical path and the
+  // offset on the cluster the data came from (fit_on_cluster, sim/calib/replay).
+  std::vector<CostTerms> terms;
 };
 
 struct FittedRange {
@@ -100,13 +108,15 @@ struct FitResult {
   double residual_median = 0;  // |relative error| over the fit points (outliers apart)
   double residual_max = 0;
   std::vector<std::string> notes;
+  std::string cluster;  // the cluster the fit went through (fit_on_cluster), else empty
 };
 
 // Throws InputError when nothing can be fitted (no ping-pong or allreduce data in the selection, or too few
 // sizes).
 FitResult fit_comm_model(const std::vector<Measurement>& measurements, const FitOptions& options = {});
 
-// Model time of a measurement under fitted parameters (NaN when its class was not fitted).
+// Model time of a measurement under fitted parameters, its offset included (NaN when its class was not
+// fitted).
 double model_time(const CostTerms& terms, const FitResult& fit);
 
 }  // namespace ddlsim

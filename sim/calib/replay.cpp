@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "sim/calib/calibration.hpp"
+#include "sim/core/error.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/strategies/strategy.hpp"
 
 namespace ddlsim {
 
@@ -134,6 +136,173 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit) {
   out.replayed = true;
   out.predicted_s = res.time_s;
   return out;
+}
+
+CommModel calibrated_comm(const CommModel& base, const FitResult& fit) {
+  CommModel m = base;
+  if (fit.link[kIntraNode].measured) m.intra = fit.model.intra;
+  if (fit.link[kInterNode].measured) m.inter = fit.model.inter;
+  // As the file gives it (calibration_yaml, read by the configuration layer): one range as flat rates over
+  // the base's ranges, several as the ranges themselves, none when every fitted gamma is 0.
+  const std::vector<ReduceRange>& rr = fit.model.reduce;
+  if (fit.gamma_folded) {
+    for (ReduceRange& r : m.reduce) r.gamma_gpu = 0;
+  } else if (rr.size() == 1 && rr[0].gamma_gpu > 0) {
+    for (ReduceRange& r : m.reduce) {
+      r.gamma_gpu = rr[0].gamma_gpu;
+      if (rr[0].gamma_cpu > 0) r.gamma_cpu = rr[0].gamma_cpu;
+    }
+  } else if (std::any_of(rr.begin(), rr.end(), [](const ReduceRange& r) { return r.gamma_gpu > 0; })) {
+    m.reduce = rr;
+  }
+  return m;
+}
+
+namespace {
+
+// The strategy a ring-modelled or rhd allreduce runs as on a cluster; empty for anything else.
+std::string cluster_strategy(const Measurement& m) {
+  if (m.kind != MeasurementKind::Allreduce || m.ranks < 2) return "";
+  const std::string& a = m.algorithm;
+  if (a == "ring" || a == "nccl" || a == "osu_allreduce" || a == "mpi_allreduce") return "ring";
+  return a == "rhd" ? "rhd" : "";
+}
+
+// Why a measurement's layout is not one the cluster has ("" when it is).
+std::string layout_mismatch(const Measurement& m, const ClusterConfig& cluster) {
+  if (m.kind == MeasurementKind::PingPong) {
+    if (!(m.same_node || m.ranks_per_node >= 2) && cluster.max_nodes == 1) return "a one-node cluster";
+    if ((m.same_node || m.ranks_per_node >= 2) && cluster.gpus_per_node < 2) return "one GPU per node";
+    return "";
+  }
+  if (m.ranks_per_node != cluster.gpus_per_node || m.ranks != m.nodes * m.ranks_per_node)
+    return fmt::format("{} ranks per node where the cluster has {} GPUs per node", m.ranks_per_node,
+                       cluster.gpus_per_node);
+  if (cluster.max_nodes > 0 && m.nodes > cluster.max_nodes)
+    return fmt::format("{} nodes where the cluster has {}", m.nodes, cluster.max_nodes);
+  return "";
+}
+
+// One message alone on the route a ping-pong takes on the cluster (GPUs 0 and 1 of a node, or the first
+// GPUs of nodes 0 and 1) under `comm`.
+MessageCost pingpong_cost(const Measurement& m, ClusterConfig cluster, const CommModel& comm) {
+  cluster.comm = comm;
+  bool intra = m.same_node || m.ranks_per_node >= 2;
+  Cluster c = build_cluster(cluster, intra ? 1 : 2);
+  return intra ? intra_node_cost(c, m.bytes) : inter_node_cost(c, m.bytes);
+}
+
+}  // namespace
+
+CostTerms cluster_cost_terms(const Measurement& m, const ClusterConfig& cluster) {
+  if (!layout_mismatch(m, cluster).empty()) return cost_terms(m);
+  if (m.kind == MeasurementKind::PingPong) {
+    CostTerms c = cost_terms(m);
+    c.offset_s = pingpong_cost(m, cluster, cluster.comm).latency;
+    return c;
+  }
+  uint32_t channels = 1;
+  if (cluster_strategy(m) == "ring" && m.nodes > 1 && m.ranks_per_node > 1)
+    channels = std::min(ring_channels(build_cluster(cluster, 2), 0), static_cast<uint32_t>(m.ranks_per_node));
+  return cost_terms(m, channels);
+}
+
+ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluster, const CommModel& comm) {
+  ReplayResult out;
+  if (std::string why = layout_mismatch(m, cluster); !why.empty()) {
+    out.note = "not on the cluster: " + why;
+    return out;
+  }
+  if (m.kind == MeasurementKind::PingPong) {
+    MessageCost c = pingpong_cost(m, cluster, comm);
+    out.replayed = true;
+    out.strategy = "one message";
+    out.predicted_s = c.latency + c.alpha + m.bytes / c.rate;
+    return out;
+  }
+  std::string name = cluster_strategy(m);
+  if (name.empty()) {
+    out.note = fmt::format("no replay of \"{}\" on a cluster", m.algorithm);
+    return out;
+  }
+  Strategy st;
+  st.name = st.label = name;
+  AllreduceOptions a;
+  allreduce_algorithm(name, a.algorithm);
+  st.options = a;
+  ClusterConfig c = cluster;
+  c.comm = comm;
+  CollectiveResult res =
+      run_collective_workload(c, CollectiveWorkload{CollectiveKind::Allreduce, m.bytes}, st, m.nodes);
+  out.replayed = true;
+  out.strategy = name;
+  out.predicted_s = res.time_s;
+  if (m.algorithm != name) out.note = "library allreduce simulated as " + name;
+  return out;
+}
+
+FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
+                         const ClusterConfig& cluster) {
+  constexpr int kPasses = 12;
+  options.terms.clear();
+  for (const Measurement& m : ms) options.terms.push_back(cluster_cost_terms(m, cluster));
+  FitResult fit = fit_comm_model(ms, options);
+  fit.cluster = cluster.name;
+  // The last note: how the passes ended; then the fit rows the cluster alone makes slower than measured
+  // (alpha >= 0 cannot take time away).
+  auto finish = [&](std::string note) {
+    fit.notes.push_back(std::move(note));
+    size_t slower = 0, first = ms.size();
+    for (size_t i = 0; i < ms.size(); ++i)
+      if (fit.points[i].in_fit && options.terms[i].offset_s > ms[i].time_s) {
+        ++slower;
+        if (first == ms.size()) first = i;
+      }
+    if (slower > 0)
+      fit.notes.push_back(fmt::format(
+          "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
+          "{:.4g} us of wire latency and fill on its critical path): the topology's link latencies are too "
+          "high for these data",
+          slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
+          ms[first].bytes, ms[first].time_s * 1e6, options.terms[first].offset_s * 1e6));
+    return fit;
+  };
+  for (int pass = 1;; ++pass) {
+    CommModel comm = calibrated_comm(cluster.comm, fit);
+    double worst = 0;
+    std::vector<CostTerms> next = options.terms;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      if (!fit.points[i].in_fit || fit.points[i].outlier) continue;
+      ReplayResult r = replay_on_cluster(ms[i], cluster, comm);
+      if (!r.replayed) continue;
+      double model = model_time(options.terms[i], fit);
+      if (std::isnan(model)) continue;
+      next[i].offset_s += r.predicted_s - model;
+      worst = std::max(worst, std::fabs(r.predicted_s - model) / ms[i].time_s);
+    }
+    if (worst <= 1e-6)
+      return finish(fmt::format(
+          "fitted through the simulator on {} ({} pass{}): every fit row's closed form plus what the "
+          "cluster adds (wire latency, pipeline fill) equals its replay there to 1e-6",
+          cluster.name, pass, pass > 1 ? "es" : ""));
+    if (pass == kPasses)
+      return finish(fmt::format(
+          "fitted through the simulator on {}: not converged after {} passes (a replay still differs by "
+          "{:.2g} of its measured time: the times may be below what the cluster's links carry)",
+          cluster.name, kPasses, worst));
+    std::vector<CostTerms> last = std::move(options.terms);
+    options.terms = std::move(next);
+    try {
+      fit = fit_comm_model(ms, options);
+      fit.cluster = cluster.name;
+    } catch (const InputError&) {
+      options.terms = std::move(last);  // (the terms of the fit kept)
+      return finish(fmt::format(
+          "fitted through the simulator on {}: stopped after {} pass{} (with the cluster's offsets no "
+          "positive per-byte cost fits: the times may be below what the cluster's links carry)",
+          cluster.name, pass, pass > 1 ? "es" : ""));
+    }
+  }
 }
 
 }  // namespace ddlsim

@@ -220,9 +220,12 @@ int calibrate_command(const std::vector<std::string>& args) {
       ("strategy", po::value<std::string>()->value_name("LABEL"),
        "the scenario's strategy that ran (default: its first)")  //
       ("topology", po::value<std::string>()->value_name("NAME|FILE"),
-       "the cluster the files were measured on: where a link class's data cannot separate beta from alpha "
-       "(one message size, or times that do not grow with it), beta is one flow's rate on its links and "
-       "alpha alone is fitted");
+       "the cluster the files were measured on: the fit goes through the simulator there (each fit row's "
+       "closed form, with the channels the simulator's ring uses across nodes, plus what the cluster adds, "
+       "its routes' wire latency and pipeline fill, equals its replay on the cluster), --check replays "
+       "on it, and the file is for that topology; where a link class's data cannot separate beta from "
+       "alpha (one message size, or times that do not grow with it), beta is one flow's rate on its links "
+       "and alpha alone is fitted");
   std::optional<Args> parsed = parse_command(args, spec);
   if (!parsed) return 0;
   const Args& a = *parsed;
@@ -311,16 +314,18 @@ int calibrate_command(const std::vector<std::string>& args) {
   if (!has_comm && scenario.empty())
     throw InputError({}, "",
                      "step times fit the compute efficiency of a training scenario: add --scenario S.yaml");
+  std::optional<ClusterConfig> cluster;
   if (auto t = a.str("topology"); !t.empty()) {
-    ClusterConfig cc =
+    cluster =
         parse_cluster(YamlNode::load_string(fmt::format("{{topology: \"{}\"}}", t), "--topology"), false);
-    Cluster two = build_cluster(cc, cc.max_nodes == 1 ? 1 : 2);
+    Cluster two = build_cluster(*cluster, cluster->max_nodes == 1 ? 1 : 2);
     double largest = 0;
     for (const Measurement& m : ms) largest = std::max(largest, m.bytes);
     fo.bandwidth[kIntraNode] = intra_node_cost(two, largest).rate;
     fo.bandwidth[kInterNode] = inter_node_cost(two, largest).rate;
   }
-  FitResult fit = fit_comm_model(ms, fo);
+  FitResult fit = cluster ? fit_on_cluster(ms, fo, *cluster) : fit_comm_model(ms, fo);
+  const CommModel calibrated = cluster ? calibrated_comm(cluster->comm, fit) : CommModel{};
   // Never write a calibration that is not a number: degenerate inputs (flat or constant timings) are refused.
   for (const FittedClass& cls : fit.link)
     for (const FittedRange& r : cls.ranges)
@@ -352,7 +357,10 @@ int calibrate_command(const std::vector<std::string>& args) {
   for (size_t i = 0; i < ms.size(); ++i) {
     const Measurement& m = ms[i];
     const FitPoint& p = fit.points[i];
-    Case c{&m, &p, check ? replay_measurement(m, fit) : ReplayResult{}};
+    Case c{&m, &p,
+           !check    ? ReplayResult{}
+           : cluster ? replay_on_cluster(m, *cluster, calibrated)
+                     : replay_measurement(m, fit)};
     // Ranks are CPU processes in the MPI kernels and OSU; nccl-tests ranks are GPUs, step times whole jobs.
     c.oversubscribed =
         cores > 0 && m.ranks_per_node > cores && (m.tool == "ddlsim-kernels" || m.tool == "osu");

@@ -13,13 +13,15 @@ namespace {
 MessageCost message_cost(const Cluster& c, size_t other, const CommClass& cls, double bytes) {
   if (other >= c.gpus.size()) return {};
   Router router(c.topo);
-  double rate = std::numeric_limits<double>::infinity();
-  for (LinkId l : router.route(c.gpus[0], c.gpus[other]))
+  double rate = std::numeric_limits<double>::infinity(), latency = 0;
+  for (LinkId l : router.route(c.gpus[0], c.gpus[other])) {
     rate = std::min(rate, c.topo.links()[l].spec.capacity.value);
+    latency += c.topo.links()[l].spec.latency.seconds();
+  }
   const CommRange& r = cls.lookup(bytes);
   rate *= r.efficiency;
   if (r.bandwidth > 0) rate = std::min(rate, r.bandwidth);
-  return {r.alpha.seconds(), rate};
+  return {r.alpha.seconds(), rate, latency};
 }
 }  // namespace
 

@@ -61,11 +61,11 @@ struct ServerHosts {
 // connect every endpoint.
 Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHosts& servers = {});
 
-// What one inter-node message of `bytes` costs on this cluster: its overhead α (s) and the rate one flow
+// What one inter-node message of `bytes` costs on this cluster: its overhead α (s), the rate one flow
 // reaches (bytes/s): the route bottleneck from the first GPU of node 0 to that of node 1 times the
-// efficiency, under the per-flow bound. {0, 0} with fewer than two nodes.
+// efficiency, under the per-flow bound, and the route's wire latency (s). Zeros with fewer than two nodes.
 struct MessageCost {
-  double alpha = 0, rate = 0;
+  double alpha = 0, rate = 0, latency = 0;
 };
 MessageCost inter_node_cost(const Cluster& c, double bytes);
 // The same inside a node (GPU 0 to GPU 1 of node 0); {0, 0} with one GPU per node.

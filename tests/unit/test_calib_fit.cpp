@@ -396,6 +396,68 @@ TEST(CalibReplay, ReproducesTheSimulatedRunsItWasFittedOn) {
   }
 }
 
+// Fitting through the cluster the data came from. Two nodes of four GPUs (NVLink mesh, two NICs, PCIe), a
+// star of 25 GB/s links; every link has latency. Ring allreduces across both nodes simulated with alpha_inter
+// 5 us and 10 GB/s per flow are the "measurements". The simulator's ring there runs two channels (one per
+// NIC), each round's critical message an inter-node one of n/(2p) bytes behind the route's wire latency
+// (PCIe 0.5 us + two star links 1 us + PCIe 0.5 us). Fitted through the cluster (its own inter class replaced
+// by the fit: here none, alpha 0, no bound), the closed form with the offsets it finds equals every replay,
+// alpha and beta come back, and a scenario with the fitted model replays the data. The closed-form fit alone
+// (one ring of n/p messages, the wire latency inside alpha) replays the large sizes at half their time: the
+// two channels carry the bytes in parallel.
+TEST(CalibReplay, FitsThroughTheClusterItWasMeasuredOn) {
+  auto cluster_yaml = [](const std::string& comm) {
+    return fmt::format(
+        "{{max_nodes: 2, gpu: a100-40gb, node: {{gpus: 4, nics: 2, gpu_link: {{kind: nvlink-mesh, bandwidth: "
+        "100GB/s, latency: 1us}}, pcie: {{bandwidth: 31.5GB/s, latency: 0.5us}}}}, network: {{kind: star, "
+        "link: {{bandwidth: 25GB/s, latency: 1us}}}}, comm: {}}}",
+        comm);
+  };
+  const std::string truth = "{alpha_intra: 1us, alpha_inter: 5us, bandwidth_inter: 10GB/s}";
+  ClusterConfig measured = parse_cluster(YamlNode::load_string(cluster_yaml(truth), "truth"), false);
+  ClusterConfig topology =
+      parse_cluster(YamlNode::load_string(cluster_yaml("{alpha_intra: 1us}"), "t"), false);
+  Strategy ring;
+  ring.name = ring.label = "ring";
+  ring.options = AllreduceOptions{};
+  std::vector<Measurement> ms;
+  for (double n = 1024; n <= 256.0 * 1024 * 1024; n *= 8) {
+    Measurement m =
+        make(MeasurementKind::Allreduce, "nccl", 8, n,
+             run_collective_workload(measured, {CollectiveKind::Allreduce, n}, ring, 2).time_s, false);
+    m.tool = "nccl-tests";
+    m.ranks_per_node = 4;
+    m.nodes = 2;
+    ms.push_back(m);
+  }
+  EXPECT_EQ(cluster_cost_terms(ms[0], topology).messages[0].bytes, 1024.0 / 16);  // n / (p x 2 channels)
+  FitResult fit = fit_on_cluster(ms, {}, topology);
+  ASSERT_TRUE(fit.link[kInterNode].measured);
+  ASSERT_EQ(fit.link[kInterNode].ranges.size(), 1u);
+  expect_rel(fit.link[kInterNode].ranges[0].alpha, 5e-6, 1e-6, "alpha");
+  expect_rel(1 / fit.link[kInterNode].ranges[0].beta, 10e9, 1e-6, "bandwidth");
+  EXPECT_EQ(fit.cluster, topology.name);
+  const CommModel comm = calibrated_comm(topology.comm, fit);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    SCOPED_TRACE(fmt::format("n={}", ms[i].bytes));
+    ReplayResult r = replay_on_cluster(ms[i], topology, comm);
+    ASSERT_TRUE(r.replayed) << r.note;
+    EXPECT_NEAR(r.predicted_s / ms[i].time_s, 1, 1e-6);
+    EXPECT_NEAR(fit.points[i].predicted_s / ms[i].time_s, 1, 1e-6);  // closed form + offset
+  }
+  FitResult alone = fit_comm_model(ms);
+  double big = replay_on_cluster(ms.back(), topology, calibrated_comm(topology.comm, alone)).predicted_s;
+  EXPECT_LT(big / ms.back().time_s, 0.6);
+  // A layout the cluster does not have is not replayed there, and says why.
+  Measurement other = ms[0];
+  other.ranks_per_node = 8;
+  other.nodes = 1;
+  ReplayResult no = replay_on_cluster(other, topology, comm);
+  EXPECT_FALSE(no.replayed);
+  EXPECT_NE(no.note.find("8 ranks per node where the cluster has 4 GPUs per node"), std::string::npos)
+      << no.note;
+}
+
 TEST(CalibReplay, ParameterServerKernelsMapToWorkersAndServers) {
   // The kernels' ps on P = 4 ranks with k = 1 runs 3 workers and the last rank as server: ps dedicated, 3
   // nodes. The replay gives each rank a link at the fitted flow rate B, so the 3 pushes into the server share
