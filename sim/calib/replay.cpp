@@ -265,6 +265,24 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
           "high for these data",
           slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
           ms[first].bytes, ms[first].time_s * 1e6, options.terms[first].offset_s * 1e6));
+    // A fitted rate above the route's capacity is silently capped there by the simulator: say so.
+    ClusterConfig with = cluster;
+    with.comm = calibrated_comm(cluster.comm, fit);
+    const Cluster built = build_cluster(with, with.max_nodes == 1 ? 1 : 2);
+    for (int link : {kIntraNode, kInterNode})
+      for (const FittedRange& r :
+           fit.link[link].measured ? fit.link[link].ranges : std::vector<FittedRange>{}) {
+        double bytes = std::isfinite(r.max_bytes) ? r.max_bytes : 1 << 30;
+        MessageCost c = link == kIntraNode ? intra_node_cost(built, bytes) : inter_node_cost(built, bytes);
+        if (c.rate > 0 && c.rate < (1 / r.beta) * (1 - 1e-9))
+          fit.notes.push_back(fmt::format(
+              "{}: the fitted {:.4g} GB/s ({}) is above what one flow gets on {}'s route ({:.4g} GB/s): the "
+              "simulator runs those messages at that rate",
+              link_class_name(link), 1e-9 / r.beta,
+              std::isfinite(r.max_bytes) ? fmt::format("messages up to {:.0f} B", r.max_bytes)
+                                         : std::string("the largest messages"),
+              cluster.name, c.rate / 1e9));
+      }
     return fit;
   };
   for (int pass = 1;; ++pass) {

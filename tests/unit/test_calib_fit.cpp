@@ -10,6 +10,7 @@
 // and the fit must return a, b, g. Parameters and sizes are chosen so every simulated time is a whole number
 // of picoseconds (the simulator's one rounding point), which makes the data exact.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -406,12 +407,12 @@ TEST(CalibReplay, ReproducesTheSimulatedRunsItWasFittedOn) {
 // (one ring of n/p messages, the wire latency inside alpha) replays the large sizes at half their time: the
 // two channels carry the bytes in parallel.
 TEST(CalibReplay, FitsThroughTheClusterItWasMeasuredOn) {
-  auto cluster_yaml = [](const std::string& comm) {
+  auto cluster_yaml = [](const std::string& comm, const char* star = "25GB/s") {
     return fmt::format(
         "{{max_nodes: 2, gpu: a100-40gb, node: {{gpus: 4, nics: 2, gpu_link: {{kind: nvlink-mesh, bandwidth: "
         "100GB/s, latency: 1us}}, pcie: {{bandwidth: 31.5GB/s, latency: 0.5us}}}}, network: {{kind: star, "
-        "link: {{bandwidth: 25GB/s, latency: 1us}}}}, comm: {}}}",
-        comm);
+        "link: {{bandwidth: {}, latency: 1us}}}}, comm: {}}}",
+        star, comm);
   };
   const std::string truth = "{alpha_intra: 1us, alpha_inter: 5us, bandwidth_inter: 10GB/s}";
   ClusterConfig measured = parse_cluster(YamlNode::load_string(cluster_yaml(truth), "truth"), false);
@@ -448,6 +449,15 @@ TEST(CalibReplay, FitsThroughTheClusterItWasMeasuredOn) {
   FitResult alone = fit_comm_model(ms);
   double big = replay_on_cluster(ms.back(), topology, calibrated_comm(topology.comm, alone)).predicted_s;
   EXPECT_LT(big / ms.back().time_s, 0.6);
+  // Through a cluster whose star links (5 GB/s) carry less than the data's 10 GB/s per flow, the notes say
+  // that the fitted rate is above the route's, where the simulator caps it.
+  ClusterConfig slow =
+      parse_cluster(YamlNode::load_string(cluster_yaml("{alpha_intra: 1us}", "5GB/s"), "slow"), false);
+  FitResult capped = fit_on_cluster(ms, {}, slow);
+  bool said = false;
+  for (const std::string& n : capped.notes)
+    said = said || n.find("above what one flow gets") != std::string::npos;
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(capped.notes, "\n"));
   // A layout the cluster does not have is not replayed there, and says why.
   Measurement other = ms[0];
   other.ranks_per_node = 8;
