@@ -252,6 +252,11 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
   // (alpha >= 0 cannot take time away).
   auto finish = [&](std::string note) {
     fit.notes.push_back(std::move(note));
+    if (cluster.comm.nccl_protocols)
+      fit.notes.push_back(fmt::format(
+          "{} runs NCCL's protocols (comm.protocols: nccl): their step latencies replace alpha in ring and "
+          "double-tree allreduces, so the fitted alpha reaches only its other messages",
+          cluster.name));
     size_t slower = 0, first = ms.size();
     for (size_t i = 0; i < ms.size(); ++i)
       if (fit.points[i].in_fit && options.terms[i].offset_s > ms[i].time_s) {
@@ -261,10 +266,10 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
     if (slower > 0)
       fit.notes.push_back(fmt::format(
           "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
-          "{:.4g} us of wire latency and fill on its critical path): the topology's link latencies are too "
-          "high for these data",
+          "{:.4g} us of latency and fill on its critical path): the {} too high for these data",
           slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
-          ms[first].bytes, ms[first].time_s * 1e6, options.terms[first].offset_s * 1e6));
+          ms[first].bytes, ms[first].time_s * 1e6, options.terms[first].offset_s * 1e6,
+          cluster.comm.nccl_protocols ? "protocols' step latencies are" : "topology's link latencies are"));
     // A fitted rate above the route's capacity is silently capped there by the simulator: say so.
     ClusterConfig with = cluster;
     with.comm = calibrated_comm(cluster.comm, fit);
