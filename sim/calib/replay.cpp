@@ -241,6 +241,53 @@ ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluste
   return out;
 }
 
+namespace {
+
+// The notes of a fit through `cluster`: that NCCL's protocols take alpha's place, the fit rows the cluster
+// alone makes slower than measured (alpha >= 0 cannot take time away), and the fitted rates above one flow's
+// route capacity (the simulator caps them there).
+void add_cluster_notes(FitResult& fit, const std::vector<Measurement>& ms,
+                       const std::vector<CostTerms>& terms, const ClusterConfig& cluster) {
+  if (cluster.comm.nccl_protocols)
+    fit.notes.push_back(fmt::format(
+        "{} runs NCCL's protocols (comm.protocols: nccl): their step latencies replace alpha in ring and "
+        "double-tree allreduces, so the fitted alpha reaches only its other messages",
+        cluster.name));
+  size_t slower = 0, first = ms.size();
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (fit.points[i].in_fit && terms[i].offset_s > ms[i].time_s) {
+      ++slower;
+      if (first == ms.size()) first = i;
+    }
+  if (slower > 0)
+    fit.notes.push_back(fmt::format(
+        "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
+        "{:.4g} us of latency and fill on its critical path): the {} too high for these data",
+        slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
+        ms[first].bytes, ms[first].time_s * 1e6, terms[first].offset_s * 1e6,
+        cluster.comm.nccl_protocols ? "protocols' step latencies are" : "topology's link latencies are"));
+  ClusterConfig with = cluster;
+  with.comm = calibrated_comm(cluster.comm, fit);
+  const Cluster built = build_cluster(with, with.max_nodes == 1 ? 1 : 2);
+  for (int link : {kIntraNode, kInterNode}) {
+    if (!fit.link[link].measured) continue;
+    for (const FittedRange& r : fit.link[link].ranges) {
+      double bytes = std::isfinite(r.max_bytes) ? r.max_bytes : 1 << 30;
+      MessageCost c = link == kIntraNode ? intra_node_cost(built, bytes) : inter_node_cost(built, bytes);
+      if (c.rate > 0 && c.rate < (1 / r.beta) * (1 - 1e-9))
+        fit.notes.push_back(fmt::format(
+            "{}: the fitted {:.4g} GB/s ({}) is above what one flow gets on {}'s route ({:.4g} GB/s): the "
+            "simulator runs those messages at that rate",
+            link_class_name(link), 1e-9 / r.beta,
+            std::isfinite(r.max_bytes) ? fmt::format("messages up to {:.0f} B", r.max_bytes)
+                                       : std::string("the largest messages"),
+            cluster.name, c.rate / 1e9));
+    }
+  }
+}
+
+}  // namespace
+
 FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
                          const ClusterConfig& cluster) {
   constexpr int kPasses = 12;
@@ -248,46 +295,9 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
   for (const Measurement& m : ms) options.terms.push_back(cluster_cost_terms(m, cluster));
   FitResult fit = fit_comm_model(ms, options);
   fit.cluster = cluster.name;
-  // The last note: how the passes ended; then the fit rows the cluster alone makes slower than measured
-  // (alpha >= 0 cannot take time away).
   auto finish = [&](std::string note) {
     fit.notes.push_back(std::move(note));
-    if (cluster.comm.nccl_protocols)
-      fit.notes.push_back(fmt::format(
-          "{} runs NCCL's protocols (comm.protocols: nccl): their step latencies replace alpha in ring and "
-          "double-tree allreduces, so the fitted alpha reaches only its other messages",
-          cluster.name));
-    size_t slower = 0, first = ms.size();
-    for (size_t i = 0; i < ms.size(); ++i)
-      if (fit.points[i].in_fit && options.terms[i].offset_s > ms[i].time_s) {
-        ++slower;
-        if (first == ms.size()) first = i;
-      }
-    if (slower > 0)
-      fit.notes.push_back(fmt::format(
-          "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
-          "{:.4g} us of latency and fill on its critical path): the {} too high for these data",
-          slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
-          ms[first].bytes, ms[first].time_s * 1e6, options.terms[first].offset_s * 1e6,
-          cluster.comm.nccl_protocols ? "protocols' step latencies are" : "topology's link latencies are"));
-    // A fitted rate above the route's capacity is silently capped there by the simulator: say so.
-    ClusterConfig with = cluster;
-    with.comm = calibrated_comm(cluster.comm, fit);
-    const Cluster built = build_cluster(with, with.max_nodes == 1 ? 1 : 2);
-    for (int link : {kIntraNode, kInterNode})
-      for (const FittedRange& r :
-           fit.link[link].measured ? fit.link[link].ranges : std::vector<FittedRange>{}) {
-        double bytes = std::isfinite(r.max_bytes) ? r.max_bytes : 1 << 30;
-        MessageCost c = link == kIntraNode ? intra_node_cost(built, bytes) : inter_node_cost(built, bytes);
-        if (c.rate > 0 && c.rate < (1 / r.beta) * (1 - 1e-9))
-          fit.notes.push_back(fmt::format(
-              "{}: the fitted {:.4g} GB/s ({}) is above what one flow gets on {}'s route ({:.4g} GB/s): the "
-              "simulator runs those messages at that rate",
-              link_class_name(link), 1e-9 / r.beta,
-              std::isfinite(r.max_bytes) ? fmt::format("messages up to {:.0f} B", r.max_bytes)
-                                         : std::string("the largest messages"),
-              cluster.name, c.rate / 1e9));
-      }
+    add_cluster_notes(fit, ms, options.terms, cluster);
     return fit;
   };
   for (int pass = 1;; ++pass) {
