@@ -6,8 +6,10 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "sim/core/error.hpp"
 
@@ -397,10 +399,24 @@ FitResult fit_comm_model(const std::vector<Measurement>& ms, const FitOptions& o
   if (!o.terms.empty() && o.terms.size() != ms.size())
     throw std::logic_error("fit_comm_model: one CostTerms per measurement");
   auto terms_of = [&](size_t i) { return o.terms.empty() ? cost_terms(ms[i]) : o.terms[i]; };
+  // Every k-th size of a run held out: positions among the run's distinct sizes.
+  std::vector<bool> held(ms.size(), false);
+  if (o.hold_out_every >= 2) {
+    std::map<std::tuple<std::string, int64_t, int>, std::set<double>> sizes;
+    auto run_of = [&](const Measurement& m) {
+      return std::make_tuple(m.algorithm, m.ranks, static_cast<int>(m.kind));
+    };
+    for (const Measurement& m : ms) sizes[run_of(m)].insert(m.bytes);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const std::set<double>& s = sizes[run_of(ms[i])];
+      auto position = std::distance(s.begin(), s.find(ms[i].bytes));
+      held[i] = position % o.hold_out_every == o.hold_out_every - 1;
+    }
+  }
   for (size_t i = 0; i < ms.size(); ++i) {
     CostTerms c = terms_of(i);
     out.points[i].modelled = c.modelled;
-    if (!c.modelled || ms[i].bytes > o.max_bytes || ms[i].ranks > o.max_ranks) continue;
+    if (!c.modelled || held[i] || ms[i].bytes > o.max_bytes || ms[i].ranks > o.max_ranks) continue;
     if (!o.algorithms.empty() &&
         std::find(o.algorithms.begin(), o.algorithms.end(), ms[i].algorithm) == o.algorithms.end())
       continue;

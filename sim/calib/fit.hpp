@@ -63,6 +63,9 @@ struct FitOptions {
       std::numeric_limits<double>::infinity();              // fit only measurements up to this per-rank size
   int64_t max_ranks = std::numeric_limits<int64_t>::max();  // ... and up to this many ranks
   std::vector<std::string> algorithms;                      // ... and only these algorithms (empty: all)
+  // >= 2: hold out every k-th message size of each run (its sizes in increasing order, per algorithm, rank
+  // count and kind: positions k-1, 2k-1, ...), a cross-validation of the fit between the sizes it saw.
+  int hold_out_every = 0;
   // Per link class (intra, inter): one flow's rate on the cluster where the data were measured (bytes/s; 0:
   // unknown). Used as 1/beta where beta cannot be fitted (a single message size, or times that do not grow).
   double bandwidth[2] = {0, 0};

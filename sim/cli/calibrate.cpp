@@ -205,6 +205,9 @@ int calibrate_command(const std::vector<std::string>& args) {
        "fit only measurements with up to N ranks (default: all, or 2 with --check)")  //
       ("fit-algorithms", po::value<std::string>()->value_name("LIST"),
        "fit only these algorithms (comma list, e.g. pingpong,ring); the others are held out")  //
+      ("hold-out-every", po::value<int64_t>()->value_name("K"),
+       "hold out every K-th message size of each run (K >= 2; with --check: how well the fit predicts the "
+       "sizes between those it saw)")  //
       ("cores", po::value<int64_t>()->value_name("N"),
        "cores per node where the files were measured, to flag oversubscribed runs (default: this machine's, "
        "which assumes the files were measured here)")  //
@@ -263,6 +266,8 @@ int calibrate_command(const std::vector<std::string>& args) {
     fo.max_ranks = *n;
   else if (check)
     fo.max_ranks = 2;
+  if (auto k = count_option(a, "hold-out-every", 2))
+    fo.hold_out_every = static_cast<int>(std::min<int64_t>(*k, 1000));
   if (auto list = a.str("fit-algorithms"); !list.empty()) {
     std::stringstream ss(list);
     for (std::string item; std::getline(ss, item, ',');) fo.algorithms.push_back(item);

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sim/calib/calibration.hpp"
 #include "sim/calib/fit.hpp"
@@ -157,6 +158,29 @@ TEST(CalibFit, FindsTheBreakpointBetweenEagerAndRendezvous) {
   ASSERT_EQ(fit.model.intra.ranges.size(), 2u);
   EXPECT_EQ(fit.model.intra.ranges[0].max_bytes, kBreak);
   EXPECT_EQ(fit.model.intra.lookup(kBreak + 1).alpha, Time::us(10));
+}
+
+// Hold-out by size: with hold_out_every k, the sizes at positions k-1, 2k-1, ... of each run (ping-pong; ring
+// on 2 ranks; ring on 4 ranks) stay out of the fit, the rest fit, and the held-out rows are predicted. On
+// exact two-range data, with k = 3, the fit still finds both ranges and predicts every held-out size to 1e-6.
+TEST(CalibFit, HoldsOutEveryKthSizeOfARun) {
+  std::vector<Measurement> ms = two_range_data();
+  FitOptions o;
+  o.hold_out_every = 3;
+  FitResult fit = fit_comm_model(ms, o);
+  expect_two_ranges(fit);
+  std::map<std::pair<std::string, int64_t>, int> position;
+  size_t held = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    int at = position[{ms[i].algorithm, ms[i].ranks}]++;  // (each run's sizes increase in the data)
+    SCOPED_TRACE(fmt::format("{} p={} n={}", ms[i].algorithm, ms[i].ranks, ms[i].bytes));
+    EXPECT_EQ(fit.points[i].in_fit, at % 3 != 2);
+    if (fit.points[i].in_fit) continue;
+    ++held;
+    ASSERT_TRUE(fit.points[i].predicted);
+    EXPECT_NEAR(fit.points[i].predicted_s / ms[i].time_s, 1, 1e-6);
+  }
+  EXPECT_EQ(held, 5u + 5u + 5u);  // 15 sizes per run: positions 2, 5, 8, 11, 14
 }
 
 TEST(CalibFit, UsesAGivenBreakpoint) {
