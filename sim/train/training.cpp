@@ -11,10 +11,10 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include "sim/core/interrupt.hpp"
+#include "sim/core/random.hpp"
 #include "sim/net/cluster.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/trace.hpp"
@@ -25,10 +25,11 @@ namespace {
 
 // Deterministic per (seed, worker, step, stream) standard normal by Box-Muller; stream 0 is the workload
 // jitter, 1 the loader's, 2 the file system's (independent draws).
+// The two uniforms are the first two outputs of std::mt19937_64 seeded from the four (mt19937_64_first_two).
 double normal01(uint64_t seed, uint64_t worker, uint64_t step, uint64_t stream = 0) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step ^ (stream << 56));
-  double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
-  double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+  auto [a, b] = mt19937_64_first_two(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step ^ (stream << 56));
+  double u1 = (static_cast<double>(a >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = (static_cast<double>(b >> 11) + 0.5) / 9007199254740992.0;
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
 

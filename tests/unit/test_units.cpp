@@ -1,10 +1,14 @@
 // Units as types: the parsers accept only unit-suffixed quantities (GB = 1e9, GiB = 2^30, b = bit, B = byte)
-// and Time rounds to the nearest picosecond in exactly one place (Time::from_seconds).
+// and Time rounds to the nearest picosecond in exactly one place (Time::from_seconds). And the core's one
+// random-number helper (sim/core/random.hpp).
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/random.hpp"
 #include "sim/core/units.hpp"
 
 namespace ddlsim {
@@ -222,6 +226,22 @@ TEST(Format, HumanReadable) {
   EXPECT_EQ(format_time(Time()), "0 s");
   EXPECT_EQ(format_bytes(Bytes{64.0 * 1048576.0}), "64 MiB");
   EXPECT_EQ(format_rate(Rate{25e9}), "25 GB/s");
+}
+
+// mt19937_64_first_two(s) is std::mt19937_64(s)'s first two outputs, bit for bit, for seeds of every shape
+// (0, all ones, powers of two, and 20,000 mixed seeds as the training loop makes them).
+TEST(Random, FirstTwoOutputsAreStdMt19937_64s) {
+  std::vector<uint64_t> seeds = {0, 1, ~0ULL, 5489};
+  for (int b = 0; b < 64; ++b) seeds.push_back(1ULL << b);
+  for (uint64_t k = 0; k < 20000; ++k)
+    seeds.push_back(k * 0x9e3779b97f4a7c15ULL ^ (k << 20) ^ (k % 7) ^ (k << 56));
+  for (uint64_t s : seeds) {
+    std::mt19937_64 reference(s);
+    uint64_t a = reference(), b = reference();
+    auto [x, y] = mt19937_64_first_two(s);
+    ASSERT_EQ(x, a) << s;
+    ASSERT_EQ(y, b) << s;
+  }
 }
 
 }  // namespace
