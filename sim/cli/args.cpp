@@ -94,6 +94,21 @@ void add_jobs_option(po::options_description& options) {
                         "task or an mpirun rank keeps to the cores it was given)");
 }
 
+void add_layout_options(po::options_description& options) {
+  options.add_options()  //
+      ("ranks", po::value<int64_t>()->value_name("N"),
+       "ranks of collective runs whose files do not record it (osu_allreduce; nccl-tests without \"Using "
+       "devices\" lines)")  //
+      ("ranks-per-node", po::value<int64_t>()->value_name("R"), "ranks per node of such runs");
+}
+
+ReaderOptions layout_options(const Args& a) {
+  ReaderOptions ro;
+  if (auto v = count_option(a, "ranks", 1)) ro.ranks = *v;
+  if (auto v = count_option(a, "ranks-per-node", 1)) ro.ranks_per_node = *v;
+  return ro;
+}
+
 int jobs_option(const Args& a) {
   std::optional<int64_t> n = a.get<int64_t>("jobs");
   if (!n) return 0;

@@ -210,11 +210,7 @@ int calibrate_command(const std::vector<std::string>& args) {
        "sizes between those it saw)")  //
       ("cores", po::value<int64_t>()->value_name("N"),
        "cores per node where the files were measured, to flag oversubscribed runs (default: this machine's, "
-       "which assumes the files were measured here)")  //
-      ("ranks", po::value<int64_t>()->value_name("N"),
-       "ranks of collective runs whose files do not record it (osu_allreduce; nccl-tests without \"Using "
-       "devices\" lines)")                                                                          //
-      ("ranks-per-node", po::value<int64_t>()->value_name("R"), "ranks per node of such runs")      //
+       "which assumes the files were measured here)")                                               //
       ("same-node", "OSU osu_latency / osu_bw ran both ranks on one node (default: on two nodes)")  //
       ("scenario", po::value<std::string>()->value_name("S.yaml"),
        "fit workload.compute.efficiency of this training scenario to the step-time CSV rows: the scenario "
@@ -229,6 +225,7 @@ int calibrate_command(const std::vector<std::string>& args) {
        "on it, and the file is for that topology; where a link class's data cannot separate beta from "
        "alpha (one message size, or times that do not grow with it), beta is one flow's rate on its links "
        "and alpha alone is fitted");
+  add_layout_options(spec.options);
   std::optional<Args> parsed = parse_command(args, spec);
   if (!parsed) return 0;
   const Args& a = *parsed;
@@ -275,10 +272,8 @@ int calibrate_command(const std::vector<std::string>& args) {
   int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   if (auto c = count_option(a, "cores", 1)) cores = *c;
 
-  ReaderOptions ro;
+  ReaderOptions ro = layout_options(a);
   ro.pt2pt_same_node = a.has("same-node");
-  if (auto v = count_option(a, "ranks", 1)) ro.ranks = *v;
-  if (auto v = count_option(a, "ranks-per-node", 1)) ro.ranks_per_node = *v;
   std::vector<Measurement> ms;
   for (const std::string& f : a.positional) {
     std::vector<Measurement> part = read_measurements(f, ro);

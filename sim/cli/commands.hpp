@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/calib/readers.hpp"
 #include "sim/io/output.hpp"
 
 namespace ddlsim::cli {
@@ -52,6 +53,10 @@ std::vector<int64_t> parse_count_list(const std::string& list, const std::string
 // --jobs N: adds the option; jobs_option gives N (1..4096), or 0 when not given.
 void add_jobs_option(po::options_description& options);
 int jobs_option(const Args& a);
+// --ranks N and --ranks-per-node R, for measurement files that do not record their layout; layout_options
+// gives them as the readers take them.
+void add_layout_options(po::options_description& options);
+ReaderOptions layout_options(const Args& a);
 // An integer option that must be at least `lo`, or nullopt when not given.
 std::optional<int64_t> count_option(const Args& a, const char* key, int64_t lo);
 

@@ -77,10 +77,7 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
                      "validate compares allreduce runs (nccl-tests all_reduce_perf, osu_allreduce, "
                      "ddlsim-kernels); this scenario runs another collective");
   std::vector<Measurement> runs;
-  ReaderOptions ro;
-  if (auto v = count_option(a, "ranks", 1)) ro.ranks = *v;
-  if (auto v = count_option(a, "ranks-per-node", 1)) ro.ranks_per_node = *v;
-  for (Measurement& m : read_measurements(measured, ro))
+  for (Measurement& m : read_measurements(measured, layout_options(a)))
     if (m.kind == MeasurementKind::Allreduce) runs.push_back(std::move(m));
   if (runs.empty()) throw InputError({measured, 0, 0}, "--measured", "no allreduce measurement in the file");
   for (const Measurement& m : runs)
@@ -159,12 +156,9 @@ int validate_command(const std::vector<std::string>& args) {
       ("max-error", po::value<double>()->value_name("X"),
        "exit 1 when a held efficiency or share point misses by more than X (absolute)")  //
       ("max-rel-error", po::value<double>()->value_name("X"),
-       "exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)")   //
-      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)")  //
-      ("ranks", po::value<int64_t>()->value_name("N"),
-       "ranks of allreduce runs whose file does not record it (osu_allreduce; nccl-tests without \"Using "
-       "devices\" lines)")  //
-      ("ranks-per-node", po::value<int64_t>()->value_name("R"), "ranks per node of such runs");
+       "exit 1 when a held time or speed-up point misses by more than X (relative, 0.15 = 15%)")  //
+      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)");
+  add_layout_options(spec.options);
   add_jobs_option(spec.options);
   std::optional<Args> parsed = parse_command(args, spec);
   if (!parsed) return 0;
