@@ -158,29 +158,28 @@ CommModel calibrated_comm(const CommModel& base, const FitResult& fit) {
   return m;
 }
 
-namespace {
-
-// The strategy a ring-modelled or rhd allreduce runs as on a cluster; empty for anything else.
-std::string cluster_strategy(const Measurement& m) {
-  if (m.kind != MeasurementKind::Allreduce || m.ranks < 2) return "";
-  const std::string& a = m.algorithm;
-  if (a == "ring" || a == "nccl" || a == "osu_allreduce" || a == "mpi_allreduce") return "ring";
-  return a == "rhd" ? "rhd" : "";
-}
-
-// Why a measurement's layout is not one the cluster has ("" when it is).
-std::string layout_mismatch(const Measurement& m, const ClusterConfig& cluster) {
+std::string cluster_layout_mismatch(const Measurement& m, const ClusterConfig& cluster) {
   if (m.kind == MeasurementKind::PingPong) {
     if (!(m.same_node || m.ranks_per_node >= 2) && cluster.max_nodes == 1) return "a one-node cluster";
     if ((m.same_node || m.ranks_per_node >= 2) && cluster.gpus_per_node < 2) return "one GPU per node";
     return "";
   }
   if (m.ranks_per_node != cluster.gpus_per_node || m.ranks != m.nodes * m.ranks_per_node)
-    return fmt::format("{} ranks per node where the cluster has {} GPUs per node", m.ranks_per_node,
-                       cluster.gpus_per_node);
+    return fmt::format("{} ranks on {} node(s), {} per node, where the cluster has {} GPUs per node", m.ranks,
+                       m.nodes, m.ranks_per_node, cluster.gpus_per_node);
   if (cluster.max_nodes > 0 && m.nodes > cluster.max_nodes)
     return fmt::format("{} nodes where the cluster has {}", m.nodes, cluster.max_nodes);
   return "";
+}
+
+namespace {
+
+// The plan of an allreduce that runs on a cluster as the ring or rhd strategy (plan_for's choice); not ok for
+// anything else.
+Plan cluster_plan(const Measurement& m) {
+  Plan p = plan_for(m);
+  p.ok = p.ok && m.kind == MeasurementKind::Allreduce && (p.strategy == "ring" || p.strategy == "rhd");
+  return p;
 }
 
 // One message alone on the route a ping-pong takes on the cluster (GPUs 0 and 1 of a node, or the first
@@ -195,21 +194,21 @@ MessageCost pingpong_cost(const Measurement& m, ClusterConfig cluster, const Com
 }  // namespace
 
 CostTerms cluster_cost_terms(const Measurement& m, const ClusterConfig& cluster) {
-  if (!layout_mismatch(m, cluster).empty()) return cost_terms(m);
+  if (!cluster_layout_mismatch(m, cluster).empty()) return cost_terms(m);
   if (m.kind == MeasurementKind::PingPong) {
     CostTerms c = cost_terms(m);
     c.offset_s = pingpong_cost(m, cluster, cluster.comm).latency;
     return c;
   }
   uint32_t channels = 1;
-  if (cluster_strategy(m) == "ring" && m.nodes > 1 && m.ranks_per_node > 1)
+  if (cluster_plan(m).strategy == "ring" && m.nodes > 1 && m.ranks_per_node > 1)
     channels = std::min(ring_channels(build_cluster(cluster, 2), 0), static_cast<uint32_t>(m.ranks_per_node));
   return cost_terms(m, channels);
 }
 
 ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluster, const CommModel& comm) {
   ReplayResult out;
-  if (std::string why = layout_mismatch(m, cluster); !why.empty()) {
+  if (std::string why = cluster_layout_mismatch(m, cluster); !why.empty()) {
     out.note = "not on the cluster: " + why;
     return out;
   }
@@ -220,24 +219,24 @@ ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluste
     out.predicted_s = c.latency + c.alpha + m.bytes / c.rate;
     return out;
   }
-  std::string name = cluster_strategy(m);
-  if (name.empty()) {
+  Plan p = cluster_plan(m);
+  if (!p.ok) {
     out.note = fmt::format("no replay of \"{}\" on a cluster", m.algorithm);
     return out;
   }
   Strategy st;
-  st.name = st.label = name;
+  st.name = st.label = p.strategy;
   AllreduceOptions a;
-  allreduce_algorithm(name, a.algorithm);
+  allreduce_algorithm(p.strategy, a.algorithm);
   st.options = a;
   ClusterConfig c = cluster;
   c.comm = comm;
   CollectiveResult res =
       run_collective_workload(c, CollectiveWorkload{CollectiveKind::Allreduce, m.bytes}, st, m.nodes);
   out.replayed = true;
-  out.strategy = name;
+  out.strategy = p.strategy;
   out.predicted_s = res.time_s;
-  if (m.algorithm != name) out.note = "library allreduce simulated as " + name;
+  out.note = p.note;
   return out;
 }
 

@@ -36,6 +36,11 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit);
 // reductions when gamma was measured; a gamma folded into the bandwidths zeroes its GPU reductions.
 CommModel calibrated_comm(const CommModel& base, const FitResult& fit);
 
+// Why a measurement's rank layout is not one `cluster` has: ranks per node other than its GPUs per node,
+// more nodes than it has, a ping-pong between nodes on a one-node cluster or inside a node of one GPU; ""
+// when it has it.
+std::string cluster_layout_mismatch(const Measurement& m, const ClusterConfig& cluster);
+
 // The messages on a measurement's critical path on `cluster` (as many nodes as the measurement, its ranks
 // per node the cluster's GPUs per node): cost_terms with the channels the simulator's ring runs across
 // those nodes (one per distinct NIC of a node's GPUs, at most one per GPU); a ping-pong's offset is its

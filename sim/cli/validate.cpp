@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/calib/readers.hpp"
+#include "sim/calib/replay.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/config/scenario.hpp"
@@ -81,12 +82,9 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
     if (m.kind == MeasurementKind::Allreduce) runs.push_back(std::move(m));
   if (runs.empty()) throw InputError({measured, 0, 0}, "--measured", "no allreduce measurement in the file");
   for (const Measurement& m : runs)
-    if (m.ranks_per_node != sc.cluster.gpus_per_node || m.ranks != m.nodes * m.ranks_per_node)
-      throw InputError(
-          {m.file, m.line, 0}, "ranks",
-          fmt::format("the run has {} ranks on {} node(s), {} per node; the scenario's cluster has "
-                      "{} GPUs per node, so it cannot run it",
-                      m.ranks, m.nodes, m.ranks_per_node, sc.cluster.gpus_per_node));
+    if (std::string why = cluster_layout_mismatch(m, sc.cluster); !why.empty())
+      throw InputError({m.file, m.line, 0}, "ranks",
+                       fmt::format("the scenario's cluster cannot run this run: {}", why));
   Report report;
   report.scenario_name = sc.name;
   report.scenario_file = sc.file;

@@ -23,9 +23,9 @@ namespace ddlsim {
 
 namespace {
 
-// Deterministic per (seed, worker, step, stream) standard normal by Box-Muller; stream 0 is the workload
-// jitter, 1 the loader's, 2 the file system's (independent draws).
-// The two uniforms are the first two outputs of std::mt19937_64 seeded from the four (mt19937_64_first_two).
+// Deterministic per (seed, worker, step, stream) standard normal by Box-Muller from the first two outputs of
+// std::mt19937_64 seeded from the four (mt19937_64_first_two); stream 0 is the workload jitter, 1 the
+// loader's, 2 the file system's (independent draws).
 double normal01(uint64_t seed, uint64_t worker, uint64_t step, uint64_t stream = 0) {
   auto [a, b] = mt19937_64_first_two(seed * 0x9e3779b97f4a7c15ULL ^ (worker << 20) ^ step ^ (stream << 56));
   double u1 = (static_cast<double>(a >> 11) + 0.5) / 9007199254740992.0;
