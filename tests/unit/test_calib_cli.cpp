@@ -304,6 +304,18 @@ TEST(CalibCli, ValidateComparesACollectiveScenarioSizeBySize) {
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("nccl-tests-allreduce-dgx-a100.txt:"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("4 GPUs per node"), std::string::npos) << bad.out;
+  // A run on more nodes than the cluster has (the 2-node p4de run against a one-node system): exit 2 too.
+  Outcome big =
+      ddlsim("validate '" +
+                 scenario("m",
+                          "{max_nodes: 1, nodes: [1], gpus_per_node: 8, gpu: a100-40gb, network: "
+                          "{kind: star, link: {bandwidth: 25GB/s, latency: 1us}}}",
+                          "1MB") +
+                 "' --measured '" + source("scenarios/measured/nccl-tests/aws-p4de-2node-a100-efa.txt") +
+                 "' --ranks 16 --ranks-per-node 8",
+             true);
+  EXPECT_EQ(big.status, 2) << big.out;
+  EXPECT_NE(big.out.find("2 nodes where the cluster has 1"), std::string::npos) << big.out;
   std::filesystem::remove_all(dir);
 }
 
