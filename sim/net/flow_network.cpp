@@ -851,16 +851,27 @@ bool FlowNetwork::solve_region() {
   return shared;
 }
 
-std::vector<LinkUsage> FlowNetwork::link_usage() const {
+std::vector<LinkUsage> FlowNetwork::link_usage(Time now) const {
   std::vector<LinkUsage> out(links_.size());
   for (LinkId l = 0; l < links_.size(); ++l) {
     out[l].link = l;
     if (l >= stats_.size()) continue;
+    int64_t open =
+        links_[l].flows.empty() ? 0 : std::max<int64_t>(0, now.picoseconds() - stats_[l].busy_since);
     out[l].bytes = stats_[l].bytes;
-    out[l].busy_s = Time::ps(stats_[l].busy_ps).seconds();
+    out[l].busy_s = Time::ps(stats_[l].busy_ps + open).seconds();
     out[l].peak_flows = stats_[l].peak;
   }
   return out;
+}
+
+double FlowNetwork::remaining(FlowId id, Time now) const {
+  const Flow& f = flows_[id];
+  if (f.cls != kNoClass) {
+    const Link& l = links_[f.cls];
+    return std::max(0.0, f.vtag - (l.vt + l.cls_rate * (now - l.vt_at).seconds()));
+  }
+  return std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
 }
 
 std::vector<FlowId> FlowNetwork::active_flow_ids() const {

@@ -78,14 +78,18 @@ class FlowNetwork {
   uint64_t pop_completion();
 
   double rate(FlowId f) const { return rate_of(f); }
+  uint64_t tag(FlowId f) const { return flows_[f].tag; }
+  // Bytes flow f has left to drain at `now` (at its current rate since its last update).
+  double remaining(FlowId f, Time now) const;
   std::span<const LinkId> route(FlowId f) const { return flows_[f].route; }
   // Flow ids currently active (for tests and property checks).
   std::vector<FlowId> active_flow_ids() const;
 
   // Per-link usage: bytes of the flows routed over a link (counted when they start), the time it had at
   // least one flow (counted when its last flow leaves), the most flows it had at once. One entry per link, in
-  // id order.
-  std::vector<LinkUsage> link_usage() const;
+  // id order. Given `now`, a link that is busy counts its busy time up to `now` (by default, until its last
+  // flow leaves).
+  std::vector<LinkUsage> link_usage(Time now = Time()) const;
 
   // Statistics for benchmarks.
   uint64_t flows_started() const { return flows_started_; }

@@ -1,5 +1,9 @@
 #include "sim/train/collective_executor.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+
 namespace ddlsim {
 
 struct CollectiveExecutor::Run {
@@ -19,6 +23,29 @@ struct CollectiveExecutor::Run {
   Time start;
   uint64_t flows_before = 0, flows = 0, messages_before = 0;
   std::vector<LinkUsage> usage_before;
+  // Periodic skipping (recording runs only; empty otherwise): per member, when it last entered a round, how
+  // long its round before took, whether that equals the one before it, and when its pending reduction ends
+  // (Time::max(): none); how many members are steady; the state when member 0 entered its last round; the
+  // time skipped periods stood for and what they put on links.
+  std::vector<int64_t> entered, took;
+  std::vector<char> steady;
+  std::vector<Time> reducing;
+  uint32_t steady_members = 0;
+  std::unique_ptr<Snapshot> last;
+  int64_t skipped = 0;
+  std::vector<LinkDelta> skipped_usage;
+};
+
+// A run's state at member 0's entry into `round`, rounds relative to it and times to `at` (see the header).
+struct CollectiveExecutor::Snapshot {
+  uint32_t round = 0;
+  Time at;
+  uint32_t low = 0, high = 0;  // the lowest round anything is in or for, the highest a member is in
+  std::vector<int64_t> state;  // members, messages in flight, early arrivals, flows (integers)
+  std::vector<double> flows;   // each flow's bytes left and rate, in the order of `state`'s flows
+  uint64_t messages = 0;       // stats messages
+  std::vector<LinkUsage> usage;
+  bool has_usage = false;
 };
 
 CollectiveExecutor::CollectiveExecutor(Transport& transport, EventQueue& events, EngineStats& stats,
@@ -73,6 +100,10 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
     run->flows_before = transport_.net().flows_started();
     run->messages_before = stats_.messages;
     run->usage_before = transport_.net().link_usage();
+    run->entered.assign(p, now.picoseconds());
+    run->took.assign(p, -1);
+    run->steady.assign(p, 0);
+    run->reducing.assign(p, Time::max());
   }
   runs_.push_back(std::move(run));
   if (p == 0 || runs_[id]->plan->rounds() == 0) {
@@ -84,7 +115,7 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
   if (base > Time()) {  // the library's own cost of the call, before the first round
     for (uint32_t m = 0; m < p; ++m) {
       runs_[id]->round[m] = UINT32_MAX;  // round_done enters round 0
-      events_.schedule(now + base, EventKind::RoundDone, id, m);
+      round_done_at(*runs_[id], id, m, now + base);
     }
     return;
   }
@@ -114,7 +145,7 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
       slot = run.free_messages.back();
       run.free_messages.pop_back();
     }
-    run.messages[slot] = Message{m, snd.peer, s, 1};
+    run.messages[slot] = Message{m, snd.peer, s, 1, now};
     ++stats_.messages;
     uint64_t tag = kMessageTag | (static_cast<uint64_t>(id) << 32) | slot;
     VertexId src = run.spec->members[m], dst = run.spec->members[snd.peer];
@@ -131,26 +162,161 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
 void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time now) {
   Run& run = *runs_[id];
   const CollectivePlan& plan = *run.plan;
+  const bool tracked = !run.entered.empty();
   while (true) {
+    if (tracked && m == 0 && s < plan.rounds()) s += skip_periods(id, run, s, now);
     run.round[m] = s;
     if (s == plan.rounds()) {
       if (++run.done == plan.members()) {
         TaskId t = run.task;
-        if (run.recording) record(run, now);
+        const Time end = now + Time::ps(run.skipped);
+        if (run.recording) record(run, end);
+        skipped_usage_.insert(skipped_usage_.end(), run.skipped_usage.begin(), run.skipped_usage.end());
         runs_[id].reset();
-        done_(t);
+        if (end > now) {  // the skipped periods still to come: the network stays this collective's until then
+          transport_.isolate_until(end);
+          events_.schedule(end, EventKind::TaskEnd, t);
+        } else {
+          done_(t);
+        }
       }
       return;
     }
+    if (tracked) note_entry(run, m, now);
     send_round(id, run, m, s, now);
     if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
     Time delay = reduce_delay(run, m, s);
     if (delay > Time()) {
-      events_.schedule(now + delay, EventKind::RoundDone, id, m);
+      round_done_at(run, id, m, now + delay);
       return;
     }
     ++s;
   }
+}
+
+void CollectiveExecutor::round_done_at(Run& run, uint32_t id, uint32_t m, Time t) {
+  if (!run.reducing.empty()) run.reducing[m] = t;
+  events_.schedule(t, EventKind::RoundDone, id, m);
+}
+
+// Member m enters a round at `now`: is its round as long as the one before?
+void CollectiveExecutor::note_entry(Run& run, uint32_t m, Time now) {
+  int64_t took = now.picoseconds() - run.entered[m];
+  char steady = took == run.took[m] ? 1 : 0;
+  run.steady_members = run.steady_members + steady - run.steady[m];
+  run.steady[m] = steady;
+  run.took[m] = took;
+  run.entered[m] = now.picoseconds();
+}
+
+// The state of run `id` as member 0 enters round s at `now` (before it does); false when it cannot be
+// compared (a member still before its first round, or flows other than this run's on the network).
+bool CollectiveExecutor::snapshot(uint32_t id, const Run& run, uint32_t s, Time now, Snapshot& out) const {
+  const uint32_t p = run.plan->members();
+  out.round = s;
+  out.at = now;
+  out.low = out.high = s;
+  out.state.clear();
+  out.flows.clear();
+  auto rel = [s](uint32_t r) { return static_cast<int64_t>(r) - static_cast<int64_t>(s); };
+  for (uint32_t m = 0; m < p; ++m) {
+    uint32_t r = run.round[m];
+    if (r >= run.plan->rounds()) return false;
+    out.low = std::min(out.low, r);
+    out.high = std::max(out.high, r);
+    int64_t reducing = run.reducing[m] == Time::max() ? -1 : (run.reducing[m] - now).picoseconds();
+    out.state.insert(out.state.end(), {rel(r), run.sends_left[m], run.recvs_left[m], reducing});
+  }
+  std::vector<std::array<int64_t, 5>> messages;
+  for (const Message& g : run.messages) {
+    if (g.parts == 0) continue;  // a free slot
+    out.low = std::min(out.low, g.round);
+    messages.push_back({g.from, g.to, rel(g.round), g.parts, (g.sent - now).picoseconds()});
+  }
+  std::sort(messages.begin(), messages.end());
+  out.state.push_back(static_cast<int64_t>(messages.size()));
+  for (const auto& x : messages) out.state.insert(out.state.end(), x.begin(), x.end());
+  std::vector<std::array<int64_t, 3>> early;
+  for (const auto& [key, n] : run.early) {
+    uint32_t r = static_cast<uint32_t>(key);
+    out.low = std::min(out.low, r);
+    early.push_back({static_cast<int64_t>(key >> 32), rel(r), n});
+  }
+  std::sort(early.begin(), early.end());
+  out.state.push_back(static_cast<int64_t>(early.size()));
+  for (const auto& x : early) out.state.insert(out.state.end(), x.begin(), x.end());
+  // Flows by (message, route), each with its bytes left and rate.
+  const FlowNetwork& net = transport_.net();
+  std::vector<std::pair<std::array<int64_t, 4>, std::pair<double, double>>> flows;
+  for (FlowId f : net.active_flow_ids()) {
+    uint64_t tag = net.tag(f);
+    if (!is_message_tag(tag) || ((tag >> 32) & 0x7fffffff) != id) return false;
+    const Message& g = run.messages[static_cast<uint32_t>(tag)];
+    uint64_t route = 14695981039346656037ULL;  // FNV-1a over the route's links (multipath parts differ)
+    for (LinkId l : net.route(f)) route = (route ^ l) * 1099511628211ULL;
+    flows.push_back(
+        {{g.from, g.to, rel(g.round), static_cast<int64_t>(route)}, {net.remaining(f, now), net.rate(f)}});
+  }
+  std::sort(flows.begin(), flows.end());
+  out.state.push_back(static_cast<int64_t>(flows.size()));
+  for (const auto& [key, value] : flows) {
+    out.state.insert(out.state.end(), key.begin(), key.end());
+    out.flows.insert(out.flows.end(), {value.first, value.second});
+  }
+  out.messages = stats_.messages;
+  return true;
+}
+
+// Called as member 0 enters round s: when the run's state repeats the one at its entry into round s-1, skips
+// the further periods the plan's rounds allow (see the header) and returns how many rounds every member
+// advanced.
+uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Time now) {
+  const CollectivePlan& plan = *run.plan;
+  auto cur = std::make_unique<Snapshot>();
+  if (run.steady_members < plan.members() || !snapshot(id, run, s, now, *cur)) {
+    run.last.reset();
+    return 0;
+  }
+  std::unique_ptr<Snapshot> prev = std::move(run.last);
+  run.last = std::move(cur);
+  Snapshot& now_state = *run.last;
+  if (!prev || prev->round + 1 != s || prev->state != now_state.state) return 0;
+  // Bytes left and rates equal but for rounding (a class's virtual clock runs on absolute bytes).
+  for (size_t i = 0; i < prev->flows.size(); ++i)
+    if (std::abs(prev->flows[i] - now_state.flows[i]) > 1e-9 * std::max(std::abs(prev->flows[i]), 1.0))
+      return 0;
+  // A period's link usage is the difference of two states' (every link's, so taken only once the state
+  // repeats): the first repeat takes it, the next one skips.
+  now_state.usage = transport_.net().link_usage(now);
+  now_state.has_usage = true;
+  if (!prev->has_usage) return 0;
+  // The period used rounds prev->low .. high+1 (member 0 enters s now); each period more uses one round
+  // more, so every round from prev->low to the last one used must be of one class.
+  uint32_t last = prev->low, cls = plan.round_class(prev->low);
+  while (last + 1 < plan.rounds() && plan.round_class(last + 1) == cls) ++last;
+  uint32_t used = std::max(now_state.high, s) + 1;
+  if (last <= used) return 0;
+  uint32_t k = last - used;
+  int64_t period = (now - prev->at).picoseconds();
+  run.skipped += static_cast<int64_t>(k) * period;
+  for (uint32_t& r : run.round) r += k;
+  for (Message& g : run.messages)
+    if (g.parts > 0) g.round += k;
+  if (!run.early.empty()) {
+    std::unordered_map<uint64_t, uint32_t> early;
+    for (const auto& [key, n] : run.early) early[key + k] = n;
+    run.early = std::move(early);
+  }
+  stats_.messages += k * (now_state.messages - prev->messages);
+  stats_.skipped_rounds += k;
+  for (size_t l = 0; l < now_state.usage.size(); ++l) {
+    double bytes = now_state.usage[l].bytes - prev->usage[l].bytes;
+    int64_t busy = Time::from_seconds(now_state.usage[l].busy_s - prev->usage[l].busy_s).picoseconds();
+    if (bytes != 0 || busy != 0)
+      run.skipped_usage.push_back({static_cast<LinkId>(l), bytes * k, busy * static_cast<int64_t>(k)});
+  }
+  run.last.reset();
+  return k;
 }
 
 // The network carried this collective alone from its start to now (no other flow started, none waits):
@@ -160,6 +326,10 @@ void CollectiveExecutor::record(const Run& run, Time now) {
   if (!transport_.idle() || net.flows_started() - run.flows_before != run.flows) return;
   std::vector<LinkDelta> usage;
   std::vector<LinkUsage> after = net.link_usage();
+  for (const LinkDelta& d : run.skipped_usage) {
+    after[d.link].bytes += d.bytes;
+    after[d.link].busy_s += Time::ps(d.busy_ps).seconds();
+  }
   for (size_t l = 0; l < after.size(); ++l) {
     const LinkUsage& b = l < run.usage_before.size() ? run.usage_before[l] : LinkUsage{};
     if (after[l].bytes != b.bytes || after[l].busy_s != b.busy_s)
@@ -174,14 +344,24 @@ void CollectiveExecutor::round_complete(uint32_t id, uint32_t m, Time now) {
   Run& run = *runs_[id];
   Time delay = reduce_delay(run, m, run.round[m]);
   if (delay > Time()) {
-    events_.schedule(now + delay, EventKind::RoundDone, id, m);
+    round_done_at(run, id, m, now + delay);
     return;
   }
   enter_round(id, m, run.round[m] + 1, now);
 }
 
 void CollectiveExecutor::round_done(uint32_t id, uint32_t m, Time now) {
-  enter_round(id, m, runs_[id]->round[m] + 1, now);
+  Run& run = *runs_[id];
+  if (!run.reducing.empty()) run.reducing[m] = Time::max();
+  enter_round(id, m, run.round[m] + 1, now);
+}
+
+void CollectiveExecutor::add_fast_usage(std::vector<LinkUsage>& usage) const {
+  fast_.add_usage(usage);
+  for (const LinkDelta& d : skipped_usage_) {
+    usage.at(d.link).bytes += d.bytes;
+    usage.at(d.link).busy_s += Time::ps(d.busy_ps).seconds();
+  }
 }
 
 void CollectiveExecutor::message_done(uint32_t id, uint32_t slot, Time now) {

@@ -6,6 +6,16 @@
 // reduced what it received (EventKind::RoundDone after the reduce time). Messages that arrive before their
 // receiver reached their round are counted early. Messages are flows tagged with message_tag(); a message
 // from a member to itself completes by an EventKind::MessageDone event.
+//
+// Periodic rounds on the flow model. A collective that runs alone (the run that is recorded for replays) is a
+// deterministic system whose inputs are its plan's rounds. When member 0 enters round s and the whole state
+// (every member's round relative to s, its sends and receives left and pending reduction, the messages in
+// flight with their flows' bytes left and rates, the early arrivals) equals the state when it entered round
+// s-1, one round later and P later, then the run from there repeats that period for as long as the plan's
+// rounds repeat (CollectivePlan::round_class): the rounds of every member advance by K and the run ends K·P
+// later, with K periods' messages and link usage added. A ring whose messages share links settles into such
+// a period after its slowest hops' delays have gone round. The state is compared only when every member's
+// last two rounds took equally long (a necessary condition, tracked as members enter rounds).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,15 +48,18 @@ class CollectiveExecutor {
   void message_done(uint32_t run, uint32_t slot, Time now);
   // The RoundDone event (a, b) = (run, member): its reduction ended, it enters its next round.
   void round_done(uint32_t run, uint32_t member, Time now);
-  // Adds the fast path's link usage to `usage` (the flow network's, indexed by link id).
-  void add_fast_usage(std::vector<LinkUsage>& usage) const { fast_.add_usage(usage); }
+  // Adds the fast path's link usage, and what skipped periods stood for, to `usage` (the flow network's,
+  // indexed by link id).
+  void add_fast_usage(std::vector<LinkUsage>& usage) const;
 
  private:
   static constexpr uint64_t kMessageTag = 1ULL << 63;
   struct Message {
     uint32_t from, to, round, parts;
+    Time sent;
   };
   struct Run;
+  struct Snapshot;
   // The collective may run alone: isolated by its graph, on an idle network.
   bool alone(const CollectiveTask& spec, Time now) const {
     return spec.isolated && transport_.idle() && now >= transport_.isolated_until();
@@ -57,6 +70,10 @@ class CollectiveExecutor {
   void send_round(uint32_t id, Run& run, uint32_t member, uint32_t round, Time now);
   void round_complete(uint32_t run, uint32_t member, Time now);
   Time reduce_delay(const Run& run, uint32_t member, uint32_t round) const;
+  void round_done_at(Run& run, uint32_t id, uint32_t member, Time t);
+  void note_entry(Run& run, uint32_t member, Time now);
+  uint32_t skip_periods(uint32_t id, Run& run, uint32_t s, Time now);
+  bool snapshot(uint32_t id, const Run& run, uint32_t s, Time now, Snapshot& out) const;
 
   Transport& transport_;
   EventQueue& events_;
@@ -64,6 +81,7 @@ class CollectiveExecutor {
   std::function<void(TaskId)> done_;
   FastPath fast_;
   std::vector<std::unique_ptr<Run>> runs_;
+  std::vector<LinkDelta> skipped_usage_;  // what skipped periods put on links
 };
 
 }  // namespace ddlsim

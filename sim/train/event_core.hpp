@@ -19,6 +19,7 @@ struct EngineStats {
   uint64_t fast_collectives = 0;      // collectives done by the fast path
   uint64_t slow_collectives = 0;      // collectives done by the flow model
   uint64_t replayed_collectives = 0;  // of those, replays of a recorded flow-model run of the same collective
+  uint64_t skipped_rounds = 0;        // rounds of flow-model runs stood for by a repeated period (not run)
 };
 
 enum class EventKind : uint8_t { TaskEnd, FlowStart, MessageDone, RoundDone };
