@@ -84,7 +84,6 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     id = static_cast<FlowId>(flows_.size());
     flows_.emplace_back();
   }
-  if (stats_.empty()) stats_.resize(links_.size());  // on the first flow: none without flows
   Flow& f = flows_[id];
   f.route.assign(route.begin(), route.end());
   f.slot.resize(route.size());
@@ -92,11 +91,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     Link& l = links_[route[i]];
     f.slot[i] = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
-    LinkStats& u = stats_[route[i]];
-    u.bytes += bytes;
-    uint32_t on = static_cast<uint32_t>(l.flows.size());
-    if (on == 1) u.busy_since = now.picoseconds();
-    if (on > u.peak) u.peak = on;
+    count_on(route[i], bytes, now);
     if (l.incast != kNoIncast) count_sender(route[i], route.front(), true);
   }
   f.remaining = bytes;
@@ -198,7 +193,7 @@ uint64_t FlowNetwork::pop_completion() {
     }
     l.est = l.flows.empty() ? 0 : l.est - gone;
     if (l.incast != kNoIncast) count_sender(f.route[i], f.route.front(), false);
-    if (l.flows.empty()) stats_[f.route[i]].busy_ps += f.finish.picoseconds() - stats_[f.route[i]].busy_since;
+    count_off(f.route[i], f.finish);
     if (!l.flows.empty() && !l.dirty) {
       l.dirty = true;
       dirty_links_.push_back(f.route[i]);
@@ -856,13 +851,33 @@ std::vector<LinkUsage> FlowNetwork::link_usage(Time now) const {
   for (LinkId l = 0; l < links_.size(); ++l) {
     out[l].link = l;
     if (l >= stats_.size()) continue;
-    int64_t open =
-        links_[l].flows.empty() ? 0 : std::max<int64_t>(0, now.picoseconds() - stats_[l].busy_since);
+    int64_t open = stats_[l].on == 0 ? 0 : std::max<int64_t>(0, now.picoseconds() - stats_[l].busy_since);
     out[l].bytes = stats_[l].bytes;
     out[l].busy_s = Time::ps(stats_[l].busy_ps + open).seconds();
     out[l].peak_flows = stats_[l].peak;
   }
   return out;
+}
+
+void FlowNetwork::count_on(LinkId l, double bytes, Time now) {
+  if (stats_.empty()) stats_.resize(links_.size());  // on the first flow: none without flows
+  LinkStats& u = stats_[l];
+  u.bytes += bytes;
+  if (++u.on == 1) u.busy_since = now.picoseconds();
+  u.peak = std::max(u.peak, u.on);
+}
+
+void FlowNetwork::count_off(LinkId l, Time now) {
+  LinkStats& u = stats_[l];
+  if (--u.on == 0) u.busy_ps += now.picoseconds() - u.busy_since;
+}
+
+void FlowNetwork::open_direct(std::span<const LinkId> route, double bytes, Time now) {
+  for (LinkId l : route) count_on(l, bytes, now);
+}
+
+void FlowNetwork::close_direct(std::span<const LinkId> route, Time now) {
+  for (LinkId l : route) count_off(l, now);
 }
 
 double FlowNetwork::remaining(FlowId id, Time now) const {

@@ -85,6 +85,12 @@ class FlowNetwork {
   // Flow ids currently active (for tests and property checks).
   std::vector<FlowId> active_flow_ids() const;
 
+  // A message that provably drains at its standalone rate whatever else runs (every link it crosses can carry
+  // the standalone rates of everything that may cross it at once) needs no flow: its caller times it, and
+  // these count it in the links' usage from its start to its end, as a flow would be.
+  void open_direct(std::span<const LinkId> route, double bytes, Time now);
+  void close_direct(std::span<const LinkId> route, Time now);
+
   // Per-link usage: bytes of the flows routed over a link (counted when they start), the time it had at
   // least one flow (counted when its last flow leaves), the most flows it had at once. One entry per link, in
   // id order. Given `now`, a link that is busy counts its busy time up to `now` (by default, until its last
@@ -156,8 +162,11 @@ class FlowNetwork {
     double bytes = 0;
     int64_t busy_ps = 0;
     int64_t busy_since = 0;  // when its current flows' first one started
+    uint32_t on = 0;         // flows and direct messages on it now
     uint32_t peak = 0;
   };
+  void count_on(LinkId l, double bytes, Time now);
+  void count_off(LinkId l, Time now);
   struct Flow {
     std::vector<LinkId> route;
     std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows

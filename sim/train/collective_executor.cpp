@@ -21,7 +21,7 @@ struct CollectiveExecutor::Run {
   // replays (unless other flows turn out to have shared the network meanwhile).
   bool recording = false;
   Time start;
-  uint64_t flows_before = 0, flows = 0, messages_before = 0;
+  uint64_t parts_before = 0, parts = 0, messages_before = 0;  // message parts sent (flows or direct)
   std::vector<LinkUsage> usage_before;
   // Periodic skipping (recording runs only; empty otherwise): per member, when it last entered a round, how
   // long its round before took, whether that equals the one before it, and when its pending reduction ends
@@ -34,6 +34,7 @@ struct CollectiveExecutor::Run {
   std::unique_ptr<Snapshot> last;
   int64_t skipped = 0;
   std::vector<LinkDelta> skipped_usage;
+  std::vector<char> unbound;  // links none of its messages can oversubscribe (Transport::unbound_links)
 };
 
 // A run's state at member 0's entry into `round`, rounds relative to it and times to `at` (see the header).
@@ -97,13 +98,14 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
   if (fast && alone(spec, now)) {  // the fast path declined: record this run for the next ones
     run->recording = true;
     run->start = now;
-    run->flows_before = transport_.net().flows_started();
+    run->parts_before = transport_.parts_sent();
     run->messages_before = stats_.messages;
     run->usage_before = transport_.net().link_usage();
     run->entered.assign(p, now.picoseconds());
     run->took.assign(p, -1);
     run->steady.assign(p, 0);
     run->reducing.assign(p, Time::max());
+    run->unbound = unbound_links(*run);
   }
   runs_.push_back(std::move(run));
   if (p == 0 || runs_[id]->plan->rounds() == 0) {
@@ -152,8 +154,9 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
     if (src == dst) {
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
-      run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol());
-      run.flows += run.messages[slot].parts;
+      run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol(),
+                                                 run.unbound.empty() ? nullptr : &run.unbound);
+      run.parts += run.messages[slot].parts;
     }
   }
 }
@@ -197,6 +200,35 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
 void CollectiveExecutor::round_done_at(Run& run, uint32_t id, uint32_t m, Time t) {
   if (!run.reducing.empty()) run.reducing[m] = t;
   events_.schedule(t, EventKind::RoundDone, id, m);
+}
+
+// The links a run alone on the network cannot oversubscribe, from every message of one round per round class
+// (empty when the plan is too large to look at whole: then every message is a flow).
+std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
+  const CollectivePlan& plan = *run.plan;
+  std::vector<uint32_t> rounds, classes;
+  uint64_t sends = 0;
+  for (uint32_t s = 0; s < plan.rounds(); ++s) {
+    uint32_t c = plan.round_class(s);
+    if (std::find(classes.begin(), classes.end(), c) != classes.end()) continue;
+    classes.push_back(c);
+    rounds.push_back(s);
+    sends += plan.members();
+    if (sends > kUnboundBudget || classes.size() > 64) return {};
+  }
+  std::vector<Send> out;
+  return transport_.unbound_links(
+      [&](const std::function<void(VertexId, VertexId, double)>& add) {
+        for (uint32_t s : rounds)
+          for (uint32_t m = 0; m < plan.members(); ++m) {
+            out.clear();
+            plan.sends(m, s, out);
+            for (const Send& x : out)
+              if (run.spec->members[m] != run.spec->members[x.peer])
+                add(run.spec->members[m], run.spec->members[x.peer], x.bytes);
+          }
+      },
+      plan.protocol());
 }
 
 // Member m enters a round at `now`: is its round as long as the one before?
@@ -323,7 +355,7 @@ uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Tim
 // its run is the one to replay.
 void CollectiveExecutor::record(const Run& run, Time now) {
   const FlowNetwork& net = transport_.net();
-  if (!transport_.idle() || net.flows_started() - run.flows_before != run.flows) return;
+  if (!transport_.idle() || transport_.parts_sent() - run.parts_before != run.parts) return;
   std::vector<LinkDelta> usage;
   std::vector<LinkUsage> after = net.link_usage();
   for (const LinkDelta& d : run.skipped_usage) {

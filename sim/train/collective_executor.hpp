@@ -7,6 +7,10 @@
 // receiver reached their round are counted early. Messages are flows tagged with message_tag(); a message
 // from a member to itself completes by an EventKind::MessageDone event.
 //
+// The run recorded for replays also knows every message that can be in flight with any other (one round of
+// each round class, for every member): links their routes' standalone rates cannot oversubscribe are
+// unbound, and a message on unbound links only is a direct message (Transport::send), not a flow.
+//
 // Periodic rounds on the flow model. A collective that runs alone (the run that is recorded for replays) is a
 // deterministic system whose inputs are its plan's rounds. When member 0 enters round s and the whole state
 // (every member's round relative to s, its sends and receives left and pending reduction, the messages in
@@ -72,6 +76,8 @@ class CollectiveExecutor {
   Time reduce_delay(const Run& run, uint32_t member, uint32_t round) const;
   void round_done_at(Run& run, uint32_t id, uint32_t member, Time t);
   void note_entry(Run& run, uint32_t member, Time now);
+  std::vector<char> unbound_links(const Run& run);
+  static constexpr uint64_t kUnboundBudget = 1u << 22;  // member-rounds looked at for unbound_links
   uint32_t skip_periods(uint32_t id, Run& run, uint32_t s, Time now);
   bool snapshot(uint32_t id, const Run& run, uint32_t s, Time now, Snapshot& out) const;
 

@@ -69,6 +69,9 @@ void Engine::handle(const Event& e) {
     case EventKind::RoundDone:
       collectives_.round_done(e.a, e.b, now_);
       break;
+    case EventKind::DirectDone:
+      flow_done(transport_.finish_direct(e.a, now_));
+      break;
   }
 }
 

@@ -22,7 +22,7 @@ struct EngineStats {
   uint64_t skipped_rounds = 0;        // rounds of flow-model runs stood for by a repeated period (not run)
 };
 
-enum class EventKind : uint8_t { TaskEnd, FlowStart, MessageDone, RoundDone };
+enum class EventKind : uint8_t { TaskEnd, FlowStart, MessageDone, RoundDone, DirectDone };
 
 struct Event {
   Time time;

@@ -1,6 +1,7 @@
 #include "sim/train/transport.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace ddlsim {
@@ -43,10 +44,9 @@ void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& l
   }
 }
 
-uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
-                         const MessageProtocol& protocol) {
-  if (now < isolated_until_)
-    throw std::logic_error("a transfer started while an isolated collective owned the network");
+template <class F>
+uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol,
+                                  F&& part) {
   const Path& minimal = path(src, dst);
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   // A protocol's per-step latency is the whole of a message's (NCCL's model counts the links in it).
@@ -62,19 +62,76 @@ uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag,
       double cap = protocol.rate_cap * protocol.wire / paths;
       rate_cap = rate_cap > 0 ? std::min(rate_cap, cap) : cap;
     }
-    uint32_t slot;
-    if (free_requests_.empty()) {
-      slot = static_cast<uint32_t>(requests_.size());
-      requests_.emplace_back();
-    } else {
-      slot = free_requests_.back();
-      free_requests_.pop_back();
-    }
-    requests_[slot] = FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, tag};
-    ++pending_flow_starts_;
-    events_.schedule(now + (protocol.on() ? alpha : pp.latency + alpha), EventKind::FlowStart, slot);
+    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0},
+         protocol.on() ? alpha : pp.latency + alpha, pp.capacity, paths);
   }
   return paths;
+}
+
+uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
+                         const MessageProtocol& protocol, const std::vector<char>* unbound) {
+  if (now < isolated_until_)
+    throw std::logic_error("a transfer started while an isolated collective owned the network");
+  return for_each_part(
+      src, dst, bytes, protocol, [&](FlowRequest r, Time delay, double capacity, uint32_t paths) {
+        r.tag = tag;
+        if (unbound && paths == 1 &&
+            std::all_of(r.route->begin(), r.route->end(), [&](LinkId l) { return (*unbound)[l] != 0; }))
+          r.direct_rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
+        uint32_t slot;
+        if (free_requests_.empty()) {
+          slot = static_cast<uint32_t>(requests_.size());
+          requests_.emplace_back();
+        } else {
+          slot = free_requests_.back();
+          free_requests_.pop_back();
+        }
+        requests_[slot] = r;
+        ++pending_flow_starts_;
+        ++parts_sent_;
+        events_.schedule(now + delay, EventKind::FlowStart, slot);
+      });
+}
+
+void Transport::start_flow(uint32_t slot, Time now) {
+  const FlowRequest& r = requests_[slot];
+  if (r.direct_rate > 0) {  // drains at that rate: no flow, only its usage and its end
+    net_.open_direct(*r.route, r.bytes, now);
+    events_.schedule(now + Time::from_seconds(r.bytes / r.direct_rate), EventKind::DirectDone, slot);
+    return;
+  }
+  net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now);
+  free_requests_.push_back(slot);
+  --pending_flow_starts_;
+}
+
+uint64_t Transport::finish_direct(uint32_t slot, Time now) {
+  const FlowRequest& r = requests_[slot];
+  net_.close_direct(*r.route, now);
+  free_requests_.push_back(slot);
+  --pending_flow_starts_;
+  return r.tag;
+}
+
+std::vector<char> Transport::unbound_links(
+    const std::function<void(const std::function<void(VertexId, VertexId, double)>&)>& messages,
+    const MessageProtocol& protocol) {
+  // The largest standalone rate of each route's part, then their sum on each link.
+  std::unordered_map<const std::vector<LinkId>*, double> standalone;
+  messages([&](VertexId src, VertexId dst, double bytes) {
+    for_each_part(src, dst, bytes, protocol, [&](const FlowRequest& r, Time, double capacity, uint32_t) {
+      double rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
+      double& s = standalone[r.route];
+      s = std::max(s, rate);
+    });
+  });
+  std::vector<double> load(net_.link_count(), 0.0);
+  for (const auto& [route, rate] : standalone)
+    for (LinkId l : *route) load[l] += rate;
+  std::vector<char> out(net_.link_count(), 0);
+  for (LinkId l = 0; l < net_.link_count(); ++l)
+    out[l] = !net_.incast(l) && load[l] <= net_.capacity(l).value ? 1 : 0;
+  return out;
 }
 
 }  // namespace ddlsim

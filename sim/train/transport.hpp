@@ -5,6 +5,7 @@
 // their latency. Also keeps the isolation promise of fast-path collectives: no message may start while one
 // owns the network.
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -23,19 +24,27 @@ class Transport {
   // flows (parts) it started.
   // A collective library's protocol (on) replaces the route latency and the comm model's α by its per-step
   // latency and puts bytes x its wire factor on the network, its payload rate bounded by its cap.
+  // `unbound` (by link id, from unbound_links): a message on one path whose every link is unbound drains at
+  // its standalone rate without a flow (EventKind::DirectDone at its end, then finish_direct()).
   uint32_t send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
-                const MessageProtocol& protocol = {});
+                const MessageProtocol& protocol = {}, const std::vector<char>* unbound = nullptr);
   // The FlowStart event of request `slot`: its flow starts draining.
-  void start_flow(uint32_t slot, Time now) {
-    const FlowRequest& r = requests_[slot];
-    net_.add_flow(*r.route, r.bytes, r.cap, r.tag, now);
-    free_requests_.push_back(slot);
-    --pending_flow_starts_;
-  }
+  void start_flow(uint32_t slot, Time now);
+  // The DirectDone event of request `slot`: returns its tag (it completed as its flow would have).
+  uint64_t finish_direct(uint32_t slot, Time now);
+  // The links that no set of the given messages running at once can oversubscribe: the standalone rates of
+  // every route they take sum to at most the link's capacity (incast links never qualify). By max-min, a
+  // message whose links are all unbound drains at its standalone rate whatever else of them runs, and
+  // leaves every other rate as it is. `messages(add)` calls add(src, dst, bytes) for each message.
+  std::vector<char> unbound_links(
+      const std::function<void(const std::function<void(VertexId, VertexId, double)>&)>& messages,
+      const MessageProtocol& protocol);
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
   // on the minimal route.
   void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
                       const MessageProtocol& protocol = {});
+  // Message parts sent so far (flows and direct messages).
+  uint64_t parts_sent() const { return parts_sent_; }
   // True when nothing runs or waits to start on the network.
   bool idle() const { return net_.empty() && pending_flow_starts_ == 0; }
   // A fast-path collective owns the network until `t`: send() before then is an internal error.
@@ -52,7 +61,11 @@ class Transport {
     const std::vector<LinkId>* route;
     double bytes, cap;
     uint64_t tag;
+    double direct_rate = 0;  // > 0: a direct message at this rate (no flow)
   };
+  // Calls part(request, delay before it starts, its route's capacity, paths) for each path of a message.
+  template <class F>
+  uint32_t for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol, F&& part);
   // What every message between two endpoints on one route shares, computed once: the route, its latency,
   // its bottleneck capacity (an incast link's with one sender) and whether both ends are in one node.
   struct Path {
@@ -70,6 +83,7 @@ class Transport {
   std::vector<FlowRequest> requests_;
   std::vector<uint32_t> free_requests_;
   uint32_t pending_flow_starts_ = 0;
+  uint64_t parts_sent_ = 0;
   Time isolated_until_;
 };
 

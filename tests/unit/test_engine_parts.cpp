@@ -135,6 +135,7 @@ struct ExecutorRun {
           if (e.kind == EventKind::FlowStart) transport.start_flow(e.a, now);
           if (e.kind == EventKind::MessageDone) exec.message_done(e.a, e.b, now);
           if (e.kind == EventKind::RoundDone) exec.round_done(e.a, e.b, now);
+          if (e.kind == EventKind::DirectDone) exec.flow_done(transport.finish_direct(e.a, now), now);
         } else {
           break;
         }
@@ -252,7 +253,8 @@ TEST(EngineCollectiveExecutor, RepeatedContendedCollectiveReplaysTheFlowModelsRu
 // visits them two by two (a0 a1 b0 b1 a2 a3 ...), so half of its messages cross the trunk, half/2 in each
 // direction at once, and share it. Those are slower than the messages inside a switch, so the ring starts
 // out of step and settles into a period; the run that is recorded (fast allowed, the fast path declines)
-// skips the repeated periods (the reduce-scatter's and the all-gather's, which differ by the reduction). It
+// runs the messages inside a switch as direct messages (their cables are theirs alone) and skips the repeated
+// periods (the reduce-scatter's and the all-gather's, which differ by the reduction). It
 // must end at the flow model's own time, to the picosecond, with the same messages and link usage.
 TEST(EngineCollectiveExecutor, PeriodicRoundsOfAContendedRingAreSkippedExactly) {
   for (double trunk : {1.0, 1.5, 2.0}) {  // trunk capacity / C
@@ -282,6 +284,10 @@ TEST(EngineCollectiveExecutor, PeriodicRoundsOfAContendedRingAreSkippedExactly) 
     EXPECT_EQ(skip.stats.fast_collectives, 0u) << trunk;
     EXPECT_EQ(skip.stats.messages, flow.stats.messages) << trunk;
     EXPECT_LT(skip.transport.net().flows_started(), flow.transport.net().flows_started()) << trunk;
+    // The messages inside a switch are alone on their cables: direct, not flows; those over the trunk share
+    // it.
+    EXPECT_GT(skip.transport.net().flows_started(), 0u) << trunk;
+    EXPECT_GT(skip.transport.parts_sent(), skip.transport.net().flows_started()) << trunk;
     std::vector<LinkUsage> us = skip.usage(), uf = flow.usage();
     for (size_t l = 0; l < us.size(); ++l) {
       EXPECT_NEAR(us[l].bytes, uf[l].bytes, 1e-9 * uf[l].bytes) << trunk << " link " << l;
@@ -290,6 +296,7 @@ TEST(EngineCollectiveExecutor, PeriodicRoundsOfAContendedRingAreSkippedExactly) 
     }
     // A second run replays the recorded one: the same duration again.
     EXPECT_EQ(skip.run(spec, true) - t_skip, flow.run(spec, false) - t_flow) << trunk;
+    EXPECT_EQ(skip.stats.replayed_collectives, 1u) << trunk;
   }
 }
 
