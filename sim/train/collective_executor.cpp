@@ -217,18 +217,16 @@ std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
     if (sends > kUnboundBudget || classes.size() > 64) return {};
   }
   std::vector<Send> out;
-  return transport_.unbound_links(
-      [&](const std::function<void(VertexId, VertexId, double)>& add) {
-        for (uint32_t s : rounds)
-          for (uint32_t m = 0; m < plan.members(); ++m) {
-            out.clear();
-            plan.sends(m, s, out);
-            for (const Send& x : out)
-              if (run.spec->members[m] != run.spec->members[x.peer])
-                add(run.spec->members[m], run.spec->members[x.peer], x.bytes);
-          }
-      },
-      plan.protocol());
+  std::vector<Transport::MessageEnds> messages;
+  for (uint32_t s : rounds)
+    for (uint32_t m = 0; m < plan.members(); ++m) {
+      out.clear();
+      plan.sends(m, s, out);
+      for (const Send& x : out)
+        if (run.spec->members[m] != run.spec->members[x.peer])
+          messages.push_back({run.spec->members[m], run.spec->members[x.peer], x.bytes});
+    }
+  return transport_.unbound_links(messages, plan.protocol());
 }
 
 // Member m enters a round at `now`: is its round as long as the one before?

@@ -1,7 +1,6 @@
 #include "sim/train/transport.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <stdexcept>
 
 namespace ddlsim {
@@ -113,18 +112,17 @@ uint64_t Transport::finish_direct(uint32_t slot, Time now) {
   return r.tag;
 }
 
-std::vector<char> Transport::unbound_links(
-    const std::function<void(const std::function<void(VertexId, VertexId, double)>&)>& messages,
-    const MessageProtocol& protocol) {
+std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messages,
+                                           const MessageProtocol& protocol) {
   // The largest standalone rate of each route's part, then their sum on each link.
   std::unordered_map<const std::vector<LinkId>*, double> standalone;
-  messages([&](VertexId src, VertexId dst, double bytes) {
-    for_each_part(src, dst, bytes, protocol, [&](const FlowRequest& r, Time, double capacity, uint32_t) {
-      double rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
-      double& s = standalone[r.route];
-      s = std::max(s, rate);
-    });
-  });
+  for (const MessageEnds& m : messages)
+    for_each_part(m.src, m.dst, m.bytes, protocol,
+                  [&](const FlowRequest& r, Time, double capacity, uint32_t) {
+                    double rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
+                    double& s = standalone[r.route];
+                    s = std::max(s, rate);
+                  });
   std::vector<double> load(net_.link_count(), 0.0);
   for (const auto& [route, rate] : standalone)
     for (LinkId l : *route) load[l] += rate;

@@ -5,7 +5,6 @@
 // their latency. Also keeps the isolation promise of fast-path collectives: no message may start while one
 // owns the network.
 #include <cstdint>
-#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -35,10 +34,12 @@ class Transport {
   // The links that no set of the given messages running at once can oversubscribe: the standalone rates of
   // every route they take sum to at most the link's capacity (incast links never qualify). By max-min, a
   // message whose links are all unbound drains at its standalone rate whatever else of them runs, and
-  // leaves every other rate as it is. `messages(add)` calls add(src, dst, bytes) for each message.
-  std::vector<char> unbound_links(
-      const std::function<void(const std::function<void(VertexId, VertexId, double)>&)>& messages,
-      const MessageProtocol& protocol);
+  // leaves every other rate as it is.
+  struct MessageEnds {
+    VertexId src, dst;
+    double bytes;
+  };
+  std::vector<char> unbound_links(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
   // on the minimal route.
   void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
