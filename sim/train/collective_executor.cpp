@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
 
 namespace ddlsim {
 
@@ -173,6 +174,9 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
       if (++run.done == plan.members()) {
         TaskId t = run.task;
         const Time end = now + Time::ps(run.skipped);
+        // Direct messages and skipped periods took the isolation promise (no other message while it ran).
+        if (tracked && transport_.parts_sent() - run.parts_before != run.parts)
+          throw std::logic_error("a transfer started while an isolated collective ran on the flow model");
         if (run.recording) record(run, end);
         skipped_usage_.insert(skipped_usage_.end(), run.skipped_usage.begin(), run.skipped_usage.end());
         runs_[id].reset();
@@ -349,11 +353,11 @@ uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Tim
   return k;
 }
 
-// The network carried this collective alone from its start to now (no other flow started, none waits):
-// its run is the one to replay.
+// The network carried this collective alone from its start to now (no other message started, checked by the
+// caller, and none waits): its run is the one to replay.
 void CollectiveExecutor::record(const Run& run, Time now) {
   const FlowNetwork& net = transport_.net();
-  if (!transport_.idle() || transport_.parts_sent() - run.parts_before != run.parts) return;
+  if (!transport_.idle()) return;
   std::vector<LinkDelta> usage;
   std::vector<LinkUsage> after = net.link_usage();
   for (const LinkDelta& d : run.skipped_usage) {
