@@ -8,9 +8,11 @@
 //                                     (closed loop); messages = flow events (one start or one completion)
 //   ps-incast-1024x8-flow             PS allreduce, 1024 workers pushing to and pulling from 8 dedicated
 //   servers
-//   alps-ring-256-fast / -flow        ring allreduce of 100 MB over 64 nodes x 4 GH200 of
+//   alps-ring-{256,1024}-fast / -flow ring allreduce of 100 MB over 64 and 256 nodes x 4 GH200 of
 //   topologies/alps-gh200
-//                                     (Slingshot dragonfly, NVLink inside nodes), fast path vs flow model
+//                                     (Slingshot dragonfly, NVLink inside nodes; rings across groups share
+//                                     local links): fast allowed (the fast path declines, so the flow model's
+//                                     recorded run: direct messages, skipped periods) vs the flow model
 //   dragonfly-ring-256-fast / -flow   ring allreduce of 100 MB over 256 hosts of a dragonfly (8 groups x 4
 //                                     routers x 8 hosts, 25 GB/s host links, 50 GB/s local, 12.5 GB/s
 //                                     global): ring messages share local links within their capacity (fast
@@ -247,9 +249,10 @@ int main(int argc, char** argv) {
     flownet(quick ? 256 : 1024, quick ? 2000 : 20000, 512);
     collective(fmt::format("ps-incast-{}x8-flow", small), small,
                "{name: ps, servers: 8, placement: dedicated}", false);
-    int64_t alps_nodes = quick ? 16 : 64;
-    collective(fmt::format("alps-ring-{}-fast", 4 * alps_nodes), alps_nodes, "ring", true, Fabric::Alps);
-    collective(fmt::format("alps-ring-{}-flow", 4 * alps_nodes), alps_nodes, "ring", false, Fabric::Alps);
+    for (int64_t alps_nodes : {quick ? 16 : 64, quick ? 32 : 256}) {
+      collective(fmt::format("alps-ring-{}-fast", 4 * alps_nodes), alps_nodes, "ring", true, Fabric::Alps);
+      collective(fmt::format("alps-ring-{}-flow", 4 * alps_nodes), alps_nodes, "ring", false, Fabric::Alps);
+    }
     int64_t df = quick ? 64 : 256;
     collective(fmt::format("dragonfly-ring-{}-fast", df), df, "ring", true, Fabric::Dragonfly);
     collective(fmt::format("dragonfly-ring-{}-flow", df), df, "ring", false, Fabric::Dragonfly);
