@@ -314,7 +314,7 @@ uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Tim
   std::unique_ptr<Snapshot> prev = std::move(run.last);
   run.last = std::move(cur);
   Snapshot& now_state = *run.last;
-  if (!prev || prev->round + 1 != s || prev->state != now_state.state) return 0;
+  if (!prev || prev->round + 1 != s || prev->at == now || prev->state != now_state.state) return 0;
   // Bytes left and rates equal but for rounding (a class's virtual clock runs on absolute bytes).
   for (size_t i = 0; i < prev->flows.size(); ++i)
     if (std::abs(prev->flows[i] - now_state.flows[i]) > 1e-9 * std::max(std::abs(prev->flows[i]), 1.0))
