@@ -7,6 +7,15 @@
 
 namespace ddlsim {
 
+namespace {
+void add_deltas(std::vector<LinkUsage>& usage, const std::vector<LinkDelta>& deltas) {
+  for (const LinkDelta& d : deltas) {
+    usage.at(d.link).bytes += d.bytes;
+    usage.at(d.link).busy_s += Time::ps(d.busy_ps).seconds();
+  }
+}
+}  // namespace
+
 struct CollectiveExecutor::Run {
   TaskId task;
   const CollectiveTask* spec;
@@ -24,7 +33,7 @@ struct CollectiveExecutor::Run {
   Time start;
   uint64_t parts_before = 0, parts = 0, messages_before = 0;  // message parts sent (flows or direct)
   std::vector<LinkUsage> usage_before;
-  // Periodic skipping (recording runs only; empty otherwise): per member, when it last entered a round, how
+  // Periodic skipping (recording runs only): per member, when it last entered a round, how
   // long its round before took, whether that equals the one before it, and when its pending reduction ends
   // (Time::max(): none); how many members are steady; the state when member 0 entered its last round; the
   // time skipped periods stood for and what they put on links.
@@ -166,16 +175,15 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
 void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time now) {
   Run& run = *runs_[id];
   const CollectivePlan& plan = *run.plan;
-  const bool tracked = !run.entered.empty();
   while (true) {
-    if (tracked && m == 0 && s < plan.rounds()) s += skip_periods(id, run, s, now);
+    if (run.recording && m == 0 && s < plan.rounds()) s += skip_periods(id, run, s, now);
     run.round[m] = s;
     if (s == plan.rounds()) {
       if (++run.done == plan.members()) {
         TaskId t = run.task;
         const Time end = now + Time::ps(run.skipped);
         // Direct messages and skipped periods took the isolation promise (no other message while it ran).
-        if (tracked && transport_.parts_sent() - run.parts_before != run.parts)
+        if (run.recording && transport_.parts_sent() - run.parts_before != run.parts)
           throw std::logic_error("a transfer started while an isolated collective ran on the flow model");
         if (run.recording) record(run, end);
         skipped_usage_.insert(skipped_usage_.end(), run.skipped_usage.begin(), run.skipped_usage.end());
@@ -189,7 +197,7 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
       }
       return;
     }
-    if (tracked) note_entry(run, m, now);
+    if (run.recording) note_entry(run, m, now);
     send_round(id, run, m, s, now);
     if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
     Time delay = reduce_delay(run, m, s);
@@ -202,7 +210,7 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
 }
 
 void CollectiveExecutor::round_done_at(Run& run, uint32_t id, uint32_t m, Time t) {
-  if (!run.reducing.empty()) run.reducing[m] = t;
+  if (run.recording) run.reducing[m] = t;
   events_.schedule(t, EventKind::RoundDone, id, m);
 }
 
@@ -306,8 +314,12 @@ bool CollectiveExecutor::snapshot(uint32_t id, const Run& run, uint32_t s, Time 
 // advanced.
 uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Time now) {
   const CollectivePlan& plan = *run.plan;
+  if (run.steady_members < plan.members()) {
+    run.last.reset();
+    return 0;
+  }
   auto cur = std::make_unique<Snapshot>();
-  if (run.steady_members < plan.members() || !snapshot(id, run, s, now, *cur)) {
+  if (!snapshot(id, run, s, now, *cur)) {
     run.last.reset();
     return 0;
   }
@@ -360,10 +372,7 @@ void CollectiveExecutor::record(const Run& run, Time now) {
   if (!transport_.idle()) return;
   std::vector<LinkDelta> usage;
   std::vector<LinkUsage> after = net.link_usage();
-  for (const LinkDelta& d : run.skipped_usage) {
-    after[d.link].bytes += d.bytes;
-    after[d.link].busy_s += Time::ps(d.busy_ps).seconds();
-  }
+  add_deltas(after, run.skipped_usage);
   for (size_t l = 0; l < after.size(); ++l) {
     const LinkUsage& b = l < run.usage_before.size() ? run.usage_before[l] : LinkUsage{};
     if (after[l].bytes != b.bytes || after[l].busy_s != b.busy_s)
@@ -386,16 +395,13 @@ void CollectiveExecutor::round_complete(uint32_t id, uint32_t m, Time now) {
 
 void CollectiveExecutor::round_done(uint32_t id, uint32_t m, Time now) {
   Run& run = *runs_[id];
-  if (!run.reducing.empty()) run.reducing[m] = Time::max();
+  if (run.recording) run.reducing[m] = Time::max();
   enter_round(id, m, run.round[m] + 1, now);
 }
 
 void CollectiveExecutor::add_fast_usage(std::vector<LinkUsage>& usage) const {
   fast_.add_usage(usage);
-  for (const LinkDelta& d : skipped_usage_) {
-    usage.at(d.link).bytes += d.bytes;
-    usage.at(d.link).busy_s += Time::ps(d.busy_ps).seconds();
-  }
+  add_deltas(usage, skipped_usage_);
 }
 
 void CollectiveExecutor::message_done(uint32_t id, uint32_t slot, Time now) {

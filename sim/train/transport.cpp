@@ -76,7 +76,7 @@ uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag,
         r.tag = tag;
         if (unbound && paths == 1 &&
             std::all_of(r.route->begin(), r.route->end(), [&](LinkId l) { return (*unbound)[l] != 0; }))
-          r.direct_rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
+          r.direct_rate = standalone_rate(r, capacity);
         uint32_t slot;
         if (free_requests_.empty()) {
           slot = static_cast<uint32_t>(requests_.size());
@@ -119,9 +119,8 @@ std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messa
   for (const MessageEnds& m : messages)
     for_each_part(m.src, m.dst, m.bytes, protocol,
                   [&](const FlowRequest& r, Time, double capacity, uint32_t) {
-                    double rate = r.cap > 0 ? std::min(r.cap, capacity) : capacity;
                     double& s = standalone[r.route];
-                    s = std::max(s, rate);
+                    s = std::max(s, standalone_rate(r, capacity));
                   });
   std::vector<double> load(net_.link_count(), 0.0);
   for (const auto& [route, rate] : standalone)

@@ -4,6 +4,7 @@
 // CommModel's per-flow bound and efficiency. Flow starts wait in the event queue (EventKind::FlowStart) for
 // their latency. Also keeps the isolation promise of fast-path collectives: no message may start while one
 // owns the network.
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -64,6 +65,10 @@ class Transport {
     uint64_t tag;
     double direct_rate = 0;  // > 0: a direct message at this rate (no flow)
   };
+  // A part's rate alone on its route: its cap (none when 0) within the route's capacity.
+  static double standalone_rate(const FlowRequest& r, double capacity) {
+    return r.cap > 0 ? std::min(r.cap, capacity) : capacity;
+  }
   // Calls part(request, delay before it starts, its route's capacity, paths) for each path of a message.
   template <class F>
   uint32_t for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol, F&& part);
