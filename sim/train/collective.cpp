@@ -481,6 +481,21 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out) {
   return false;
 }
 
+Algorithm resolve_inter_node(const CollectiveShape& c) {
+  if (c.algorithm != Algorithm::Hierarchical || c.inter_node != Algorithm::Auto) return c.inter_node;
+  CollectiveShape between;
+  between.ranks = c.ranks_per_node > 0 ? c.ranks / c.ranks_per_node : 0;
+  between.bytes = c.ranks_per_node > 0 ? c.bytes / c.ranks_per_node : 0;
+  if (between.ranks <= 1) return Algorithm::Ring;  // one node: nothing between nodes
+  if (c.rate <= 0) throw std::invalid_argument("inter_node auto needs the inter-node rate");
+  std::unique_ptr<CollectivePlan> ring = make_plan(between);
+  between.algorithm = Algorithm::DoubleTree;
+  std::unique_ptr<CollectivePlan> tree = make_plan(between);
+  return estimate_seconds(*tree, c.alpha, c.rate) < estimate_seconds(*ring, c.alpha, c.rate)
+             ? Algorithm::DoubleTree
+             : Algorithm::Ring;
+}
+
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
@@ -524,21 +539,11 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "hierarchical allreduce runs ring, rhd, tree, double-tree or auto between nodes, not {}",
             algorithm_name(c.inter_node)));
       {
-        // auto: the ring unless the double tree's α-β estimate is smaller (one node: nothing between nodes).
-        bool choose = c.inter_node == Algorithm::Auto;
         CollectiveShape between;
-        between.algorithm = choose ? Algorithm::Ring : c.inter_node;
+        between.algorithm = resolve_inter_node(c);
         between.ranks = p / c.ranks_per_node;
         between.bytes = c.bytes / c.ranks_per_node;
-        std::unique_ptr<CollectivePlan> inter = make_plan(between);
-        if (choose && between.ranks > 1) {
-          if (c.rate <= 0) throw std::invalid_argument("inter_node auto needs the inter-node rate");
-          between.algorithm = Algorithm::DoubleTree;
-          auto tree = make_plan(between);
-          if (estimate_seconds(*tree, c.alpha, c.rate) < estimate_seconds(*inter, c.alpha, c.rate))
-            inter = std::move(tree);
-        }
-        return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, std::move(inter));
+        return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));
       }
     case Algorithm::ParameterServer:
       if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");

@@ -91,7 +91,8 @@ struct CollectiveShape {
   double alpha = 0, rate = 0;
   // For Ring across nodes: rings in parallel (NCCL's channels), n / channels each, channel c entering every
   // node at local rank c·G/channels (G = ranks_per_node) and leaving it from the rank before, so each channel
-  // crosses between nodes through other GPUs and so other NICs. 1: one ring.
+  // crosses between nodes through other GPUs and so other NICs. 1: one ring. For Hierarchical, NCCL's
+  // channels for its tuner (the plan itself runs one ring or double tree per local rank between nodes).
   uint32_t channels = 1;
 };
 
@@ -108,5 +109,10 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out);
 // multiple of ranks_per_node or an inter-node algorithm other than ring, rhd, tree or double-tree; ps without
 // servers).
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& shape);
+
+// The allreduce a Hierarchical shape runs between nodes: its inter_node, or for Auto the ring unless the
+// double tree's α-β estimate (shape.alpha, shape.rate) is smaller; the ring with one node. Throws as
+// make_plan.
+Algorithm resolve_inter_node(const CollectiveShape& shape);
 
 }  // namespace ddlsim

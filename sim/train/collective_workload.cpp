@@ -120,13 +120,9 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   shape.servers = placement.servers;
   shape.bytes = workload.bytes;
   shape.inter_node = ar ? ar->inter_node : Algorithm::Ring;
-  price_inter_node(shape, cluster);
-  if (algo == Algorithm::Ring) shape.channels = ring_channels(cluster, ar->channels);
   CollectiveTask task;
   try {
-    std::unique_ptr<CollectivePlan> made = make_plan(shape);
-    made->set_protocol(nccl_protocol(shape, cluster));
-    task.plan = std::move(made);
+    task.plan = cluster_plan(shape, cluster, ar ? ar->channels : 0);
   } catch (const std::invalid_argument& e) {
     st.where.fail(e.what());
   }

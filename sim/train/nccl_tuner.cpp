@@ -59,7 +59,11 @@ double log2i(double v) {
 std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& c) {
   std::vector<NcclEstimate> out;
   if (!c.comm.nccl_protocols) return out;
-  if (shape.algorithm != Algorithm::Ring && shape.algorithm != Algorithm::DoubleTree) return out;
+  // A hierarchical allreduce is costed as the NCCL ring or double tree over all ranks that it runs between
+  // nodes: NCCL's own ring and tree cross a node on a chain of its GPUs as well.
+  const bool hierarchical = shape.algorithm == Algorithm::Hierarchical;
+  const Algorithm algorithm = hierarchical ? shape.inter_node : shape.algorithm;
+  if (algorithm != Algorithm::Ring && algorithm != Algorithm::DoubleTree) return out;
   int compcap = 0;
   const int gen = generation(c.gpu.name, compcap);
   if (gen < 0 || shape.ranks < 2) return out;
@@ -68,13 +72,14 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   const double nodes = std::ceil(p / gpn), ppn = p / nodes;
   const int n_idx = nodes <= 2 ? static_cast<int>(nodes) - 1 : 2;
   // NCCL's channels (at least one per NIC: the ring channels the cluster gives, see ring_channels) bound the
-  // bandwidth its GPU threads drive; the plan's own messages in parallel (rings across nodes, the two trees)
-  // share that bound.
+  // bandwidth its GPU threads drive; the plan's own messages in parallel from one GPU (rings across nodes,
+  // the two trees; a hierarchical plan's GPU sends one message at a time, two in a double tree) share that
+  // bound.
   const double ch = std::max<uint32_t>(1, shape.channels);
   const double plan_channels =
-      shape.algorithm == Algorithm::DoubleTree
+      algorithm == Algorithm::DoubleTree
           ? 2
-          : (gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
+          : (!hierarchical && gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
   // The hardware of a step inside a node (NVLink or PCIe) and the bus bandwidth the cluster gives a ring:
   // one GPU's link to the next inside a node, and across nodes each channel's NIC.
   Hw intra_hw = kPci;
@@ -89,7 +94,7 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   bus /= 1e9;  // GB/s, as NCCL's constants
   const bool ll128 = compcap >= 70 && (gpn == 1 || intra_hw == kNvLink);
   const double ll_max = kLlMaxBw[nodes == 1 ? gen : 0][n_idx];
-  const Algo a = shape.algorithm == Algorithm::Ring ? kRing : kTree;
+  const Algo a = algorithm == Algorithm::Ring ? kRing : kTree;
   for (int pr = kLL; pr <= kSimple; ++pr) {
     NcclEstimate e{kProtoNames[pr], -1, {}};
     if (pr == kLL128 && !ll128) {

@@ -5,8 +5,8 @@
 // puts on the wire and bounded by what a channel's GPU threads can drive. LL: 8-byte lines of 4 bytes of data
 // and a 4-byte flag, lowest latency, half the bandwidth; LL128: 128-byte lines with 8 bytes of flags; Simple:
 // the data alone, behind a memory fence per step, highest latency. With `comm.protocols: nccl` the tuner
-// picks the protocol of each ring and double-tree allreduce as NCCL would, and its messages then cost that
-// protocol's per-step latency and wire bytes in the simulation (MessageProtocol).
+// picks the protocol of each ring, double-tree and hierarchical allreduce as NCCL would, and its messages
+// then cost that protocol's per-step latency and wire bytes in the simulation (MessageProtocol).
 #include <string>
 #include <vector>
 
@@ -22,7 +22,8 @@ struct NcclEstimate {
   MessageProtocol messages;
 };
 
-// Every protocol's estimate for `shape` (a Ring or DoubleTree allreduce) on `cluster`; empty when the
+// Every protocol's estimate for `shape` (a Ring or DoubleTree allreduce, or a Hierarchical one whose
+// inter_node is Ring or DoubleTree: as NCCL's ring or tree over all its ranks) on `cluster`; empty when the
 // cluster does not run NCCL's protocols (comm.protocols off, an AMD GPU, another algorithm).
 std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& cluster);
 // The protocol NCCL's tuner picks for `shape` (the fastest estimate); off when there is none.

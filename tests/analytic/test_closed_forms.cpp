@@ -270,6 +270,46 @@ TEST(ClosedForm, NcclTunerSwitchesWhereItsCostModelCrosses) {
   EXPECT_NEAR(at(1.02 * n2), nccl_simple(n(1.02 * n2)), 6e-12);
 }
 
+TEST(ClosedForm, NcclProtocolsInAHierarchicalAllreduce) {
+  // A hierarchical allreduce runs with the protocol NCCL's tuner picks for its ring over all p = g·N ranks:
+  // N = 4 nodes of g = 2 A100s joined by NVLink at B, each GPU with its own NIC and cable (B) to the switch.
+  // Every message pays its hardware's per-step latency in place of route latency and α: inside a node NVLink
+  // (ring: LL 0.6 us, Simple 3.4), across nodes the network (LL 2.7 us, Simple 14); the call its base latency
+  // once (LL 6.6 us, Simple 8.4); LL puts 2 bytes on the wire per byte (its 20.4 GB/s bound for 4 nodes does
+  // not bind: 2m at B does first). Intra-node reduce-scatter and all-gather g−1 rounds of n/g each, the ring
+  // between nodes 2(N−1) rounds of n/(g·N):
+  //   T = base + 2(g−1)·(lat_nvlink + w·n/(g·B)) + 2(N−1)·(lat_net + w·n/(g·N·B))
+  const int g = 2, nodes = 4;
+  auto want = [&](double base, double nvlink, double net, double wire, double n) {
+    return base + 2 * (g - 1) * (nvlink + wire * n / (g * kB)) +
+           2 * (nodes - 1) * (net + wire * n / (g * nodes * kB));
+  };
+  auto run_nodes = [&](const std::string& strategy, const std::string& bytes, bool fast) {
+    Scenario sc = scenario_from(fmt::format(
+        "name: closed-form\n"
+        "cluster:\n"
+        "  nodes: {}\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: {}, nics: {}, gpu_link: {{kind: nvlink-mesh, bandwidth: 25GB/s, latency: 1us}},\n"
+        "         pcie: {{bandwidth: 100GB/s, latency: 1us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+        "  comm: {{protocols: nccl}}\n"
+        "workload: {{collective: allreduce, bytes: {}}}\n"
+        "strategies:\n  - {}\n",
+        nodes, g, g, bytes, strategy));
+    return run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{fast}).time_s;
+  };
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    // 8 B: LL; 100 MB: Simple. (auto between nodes: the ring at 4 nodes, as in the test below.)
+    for (const char* st : {"{name: hierarchical, inter_node: ring}", "hierarchical"}) {
+      SCOPED_TRACE(st);
+      expect_rel(run_nodes(st, "8B", fast), want(6.6e-6, 0.6e-6, 2.7e-6, 2, 8));
+      expect_rel(run_nodes(st, "100MB", fast), want(8.4e-6, 3.4e-6, 14e-6, 1, kN));
+    }
+  }
+}
+
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
   // Both reach the bandwidth lower bound 2(p−1)/p·n/B (Patarasuk & Yuan); they differ only in latency terms:
   // ring − rhd = (2(p−1) − 2·log2 p)·2l.

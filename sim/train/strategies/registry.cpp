@@ -107,11 +107,19 @@ ServerPlacement parse_server_placement(const OptionReader& o) {
   return sp;
 }
 
-void price_inter_node(CollectiveShape& shape, const Cluster& cluster) {
-  if (shape.algorithm != Algorithm::Hierarchical || shape.inter_node != Algorithm::Auto) return;
-  MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
-  shape.alpha = cost.alpha;
-  shape.rate = cost.rate;
+std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
+                                             uint32_t channels) {
+  if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
+    MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
+    shape.alpha = cost.alpha;
+    shape.rate = cost.rate;
+    shape.inter_node = resolve_inter_node(shape);
+  }
+  if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
+    shape.channels = ring_channels(cluster, channels);
+  std::unique_ptr<CollectivePlan> plan = make_plan(shape);
+  plan->set_protocol(nccl_protocol(shape, cluster));
+  return plan;
 }
 
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested) {
@@ -200,11 +208,7 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     CollectiveShape shape{a, workers, static_cast<uint32_t>(cluster.gpus_per_node), 0, bytes, inter_node};
-    price_inter_node(shape, cluster);
-    if (a == Algorithm::Ring) shape.channels = ring_channels(cluster, channels);
-    std::unique_ptr<CollectivePlan> made = make_plan(shape);
-    made->set_protocol(nccl_protocol(shape, cluster));
-    std::shared_ptr<const CollectivePlan> plan = std::move(made);
+    std::shared_ptr<const CollectivePlan> plan = cluster_plan(shape, cluster, channels);
     bool safe = fast_path_safe(*plan, cluster);
     it = plans_.emplace(key, std::make_pair(std::move(plan), safe)).first;
   }

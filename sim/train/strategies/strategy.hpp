@@ -88,9 +88,13 @@ struct Strategy {
 // double-tree or auto.
 Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 
-// A hierarchical shape with inter_node auto chooses its plan between nodes from an α-β estimate: gives it the
-// cluster's inter-node message overhead and flow rate for its message size (n / p). No-op otherwise.
-void price_inter_node(CollectiveShape& shape, const Cluster& cluster);
+// The plan of an allreduce shape on `cluster` as the collective library runs it. A hierarchical shape with
+// inter_node auto chooses its plan between nodes from an α-β estimate with the cluster's inter-node message
+// overhead and flow rate for its message size (n / p), and `shape` keeps the choice. A ring (and NCCL's tuner
+// for a hierarchical one) gets its channels (ring_channels of `channels`), and the plan NCCL's protocol when
+// the cluster runs them. Throws std::invalid_argument as make_plan.
+std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
+                                             uint32_t channels);
 // A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
 // of a node leave it through (as NCCL builds at least one ring per NIC), at most the GPUs of a node.
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
