@@ -91,10 +91,12 @@ class ChannelRingPlan : public CollectivePlan {
       uint32_t next = successor(r, c);
       auto it = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
                              [&](const Send& x) { return x.peer == next; });
-      if (it == out.end())
+      if (it == out.end()) {
         out.push_back({next, chunk});
-      else
+      } else {
         it->bytes += chunk;
+        ++it->channels;
+      }
     }
   }
   // The channel entering the node at r (offsets are distinct, so at most one) comes from the previous node;

@@ -34,6 +34,7 @@ const char* algorithm_name(Algorithm a);
 struct Send {
   uint32_t peer;  // member index
   double bytes;
+  uint32_t channels = 1;  // the collective library's channels whose chunks this message carries together
 };
 
 // How the collective library moves a collective's messages, when it says (NCCL's protocols LL, LL128 and
@@ -45,8 +46,14 @@ struct MessageProtocol {
   const char* name = nullptr;  // nullptr: off
   Time alpha_intra, alpha_inter, base;
   double wire = 1;
-  double rate_cap = 0;
+  double rate_cap = 0;  // per channel
   bool on() const { return name != nullptr; }
+  // The protocol of a message carrying `channels` channels' chunks together: each channel drives its own.
+  MessageProtocol carrying(uint32_t channels) const {
+    MessageProtocol p = *this;
+    p.rate_cap *= channels;
+    return p;
+  }
 };
 
 class CollectivePlan {

@@ -164,8 +164,9 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
     if (src == dst) {
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
-      run.messages[slot].parts = transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol(),
-                                                 run.unbound.empty() ? nullptr : &run.unbound);
+      run.messages[slot].parts =
+          transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol().carrying(snd.channels),
+                          run.unbound.empty() ? nullptr : &run.unbound);
       run.parts += run.messages[slot].parts;
     }
   }
@@ -236,7 +237,7 @@ std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
       plan.sends(m, s, out);
       for (const Send& x : out)
         if (run.spec->members[m] != run.spec->members[x.peer])
-          messages.push_back({run.spec->members[m], run.spec->members[x.peer], x.bytes});
+          messages.push_back({run.spec->members[m], run.spec->members[x.peer], x.bytes, x.channels});
     }
   return transport_.unbound_links(messages, plan.protocol());
 }

@@ -246,7 +246,7 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
     if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
       Time latency;
       double rate;  // payload bytes per second; its links carry protocol.wire times as many
-      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate, protocol);
+      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate, protocol.carrying(snd.channels));
       shape = {snd.peer,
                snd.bytes,
                &router_.route(src, dst),

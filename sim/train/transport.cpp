@@ -117,7 +117,7 @@ std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messa
   // The largest standalone rate of each route's part, then their sum on each link.
   std::unordered_map<const std::vector<LinkId>*, double> standalone;
   for (const MessageEnds& m : messages)
-    for_each_part(m.src, m.dst, m.bytes, protocol,
+    for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
                   [&](const FlowRequest& r, Time, double capacity, uint32_t) {
                     double& s = standalone[r.route];
                     s = std::max(s, standalone_rate(r, capacity));

@@ -39,6 +39,7 @@ class Transport {
   struct MessageEnds {
     VertexId src, dst;
     double bytes;
+    uint32_t channels;  // as Send::channels
   };
   std::vector<char> unbound_links(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone

@@ -15,6 +15,7 @@
 
 #include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/nccl_tuner.hpp"
 
 namespace ddlsim {
 namespace {
@@ -308,6 +309,38 @@ TEST(ClosedForm, NcclProtocolsInAHierarchicalAllreduce) {
       expect_rel(run_nodes(st, "100MB", fast), want(8.4e-6, 3.4e-6, 14e-6, 1, kN));
     }
   }
+}
+
+TEST(ClosedForm, NcclProtocolBoundIsPerChannel) {
+  // NCCL's LL128 bound on a ring is per channel (Ampere, 2 nodes: 20 GB/s each). 2 nodes of 4 A100s, 4 NICs:
+  // 4 channels, m = n/(p·4) bytes per chunk (PCIe at 500 GB/s: slower than NVLink, so GPUs talk over NVLink).
+  // Per round a GPU sends one chunk across nodes (its NIC at B = 25 GB/s carries 128/120 wire bytes per byte,
+  // so the bound binds: m / 20 GB/s, after 4.0 us of network step latency) and 3 channels' chunks merged in
+  // one message to the next GPU over NVLink (1000 GB/s, so the 3 channels' bound binds: 3m / 60 GB/s,
+  // after 1.9 us). Every round is alike:
+  //   T = 14 us + 2(p−1)·max(4.0 us + m/20 GB/s, 1.9 us + 3m/60 GB/s)
+  // (one bound for the merged message would give 1.9 us + 3m/20 GB/s per round).
+  const int p = 8;
+  const double n = 4 * 1048576.0, m = n / (p * 4);  // LL128 from 2 to 16 MiB here (ddlsim describe)
+  Scenario sc = scenario_from(fmt::format(
+      "name: channels\n"
+      "cluster:\n"
+      "  nodes: 2\n"
+      "  gpu: a100-40gb\n"
+      "  node: {{gpus: 4, nics: 4, gpu_link: {{kind: nvswitch, bandwidth: 1000GB/s, latency: 0us}},\n"
+      "         pcie: {{bandwidth: 500GB/s, latency: 0us}}}}\n"
+      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 0us}}}}\n"
+      "  comm: {{protocols: nccl}}\n"
+      "workload: {{collective: allreduce, bytes: {}B}}\n"
+      "strategies: [ring]\n",
+      n));
+  Cluster cluster = build_cluster(sc.cluster, 2);
+  CollectiveShape shape{Algorithm::Ring, p, 4, 0, n};
+  shape.channels = 4;
+  ASSERT_STREQ(nccl_protocol(shape, cluster).name, "LL128");  // the tuner's choice at 4 MiB
+  const double want = 14e-6 + 2 * (p - 1) * std::max(4.0e-6 + m / 20e9, 1.9e-6 + 3 * m / 60e9);
+  for (bool fast : {true, false})
+    expect_rel(run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{fast}).time_s, want);
 }
 
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
