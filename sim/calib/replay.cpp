@@ -140,6 +140,7 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit) {
 
 CommModel calibrated_comm(const CommModel& base, const FitResult& fit) {
   CommModel m = base;
+  m.nccl_protocols = false;  // the fit prices the measured library's messages, its protocols included
   if (fit.link[kIntraNode].measured) m.intra = fit.model.intra;
   if (fit.link[kInterNode].measured) m.inter = fit.model.inter;
   // As the file gives it (calibration_yaml, read by the configuration layer): one range as flat rates over
@@ -242,16 +243,11 @@ ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluste
 
 namespace {
 
-// The notes of a fit through `cluster`: that NCCL's protocols take alpha's place, the fit rows the cluster
-// alone makes slower than measured (alpha >= 0 cannot take time away), and the fitted rates above one flow's
-// route capacity (the simulator caps them there).
+// The notes of a fit through `cluster`: the fit rows the cluster alone makes slower than measured (alpha >= 0
+// cannot take time away), and the fitted rates above one flow's route capacity (the simulator caps them
+// there).
 void add_cluster_notes(FitResult& fit, const std::vector<Measurement>& ms,
                        const std::vector<CostTerms>& terms, const ClusterConfig& cluster) {
-  if (cluster.comm.nccl_protocols)
-    fit.notes.push_back(fmt::format(
-        "{} runs NCCL's protocols (comm.protocols: nccl): their step latencies replace alpha in ring and "
-        "double-tree allreduces, so the fitted alpha reaches only its other messages",
-        cluster.name));
   size_t slower = 0, first = ms.size();
   for (size_t i = 0; i < ms.size(); ++i)
     if (fit.points[i].in_fit && terms[i].offset_s > ms[i].time_s) {
@@ -261,10 +257,10 @@ void add_cluster_notes(FitResult& fit, const std::vector<Measurement>& ms,
   if (slower > 0)
     fit.notes.push_back(fmt::format(
         "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
-        "{:.4g} us of latency and fill on its critical path): the {} too high for these data",
+        "{:.4g} us of latency and fill on its critical path): the topology's link latencies are too high for "
+        "these data",
         slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
-        ms[first].bytes, ms[first].time_s * 1e6, terms[first].offset_s * 1e6,
-        cluster.comm.nccl_protocols ? "protocols' step latencies are" : "topology's link latencies are"));
+        ms[first].bytes, ms[first].time_s * 1e6, terms[first].offset_s * 1e6));
   ClusterConfig with = cluster;
   with.comm = calibrated_comm(cluster.comm, fit);
   const Cluster built = build_cluster(with, with.max_nodes == 1 ? 1 : 2);

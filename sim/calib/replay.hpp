@@ -33,7 +33,8 @@ ReplayResult replay_measurement(const Measurement& m, const FitResult& fit);
 //
 // The comm model `comm: {calibration: FILE}` gives a cluster whose own model is `base`: each fitted class's
 // ranges replace the base's (alpha, bandwidth 1/beta, efficiency 1); the fitted reduce ranges replace its
-// reductions when gamma was measured; a gamma folded into the bandwidths zeroes its GPU reductions.
+// reductions when gamma was measured; a gamma folded into the bandwidths zeroes its GPU reductions; NCCL's
+// protocol model is off (the fit prices the measured library's messages, its protocols included).
 CommModel calibrated_comm(const CommModel& base, const FitResult& fit);
 
 // Why a measurement's rank layout is not one `cluster` has: ranks per node other than its GPUs per node,

@@ -355,6 +355,9 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     YamlNode inner = doc["comm"];
     if (inner.has("calibration")) inner["calibration"].fail("a calibration file cannot name another one");
     m = parse_comm_model(inner, base);
+    // The fit prices the measured library's messages, its protocols included: NCCL's protocol model stays
+    // off unless the file or the keys beside it ask for it.
+    if (!inner.has("protocols")) m.nccl_protocols = false;
     // A fit that folded gamma into beta has the collectives' reduction inside its bandwidths: the cluster's
     // GPU reduction rate would count it a second time (the parameter servers' CPU rate stays the cluster's).
     if (std::optional<YamlNode> fit = doc.get("fit"); fit && fit->is_map())

@@ -305,6 +305,40 @@ TEST(CalibFit, AFoldedFitOnATopologyCountsTheReductionOnce) {
   std::filesystem::remove(topo);
 }
 
+TEST(CalibFit, ACalibrationPricesItsOwnMessagesUnderNcclProtocols) {
+  // A topology that runs NCCL's protocols, with a calibration file (gamma folded): the fit already prices the
+  // measured library's messages, protocols included, so the ring on p = 4 ranks is its closed form
+  //   2(p-1)a + 2(p-1)/p n b  (a = 5 us, 1/b = 10 GB/s, n = 64 MiB),
+  // not NCCL's step latencies; `protocols: nccl` beside the calibration turns them back on.
+  const double a = 5e-6, b = 1e-10, n = 64 * 1048576.0, p = 4;
+  const std::filesystem::path dir = ::testing::TempDir();
+  const std::string topo = (dir / fmt::format("ddlsim-nccl-topo-{}.yaml", getpid())).string();
+  std::ofstream(topo) << "name: star\ngpus_per_node: 1\ngpu: a100-40gb\n"
+                         "network: {kind: star, link: {bandwidth: 1000GB/s, latency: 0us}}\n"
+                         "comm: {protocols: nccl}\n";
+  const std::string cal = (dir / fmt::format("ddlsim-nccl-cal-{}.yaml", getpid())).string();
+  std::ofstream(cal)
+      << "comm:\n  inter:\n    - {alpha: 5us, bandwidth: 10GB/s}\nfit: {points: 9, gamma: folded}\n";
+  for (const char* beside : {"", ", protocols: nccl"}) {
+    SCOPED_TRACE(beside);
+    std::string text = fmt::format(
+        "name: t\n"
+        "cluster: {{topology: {}, nodes: 4, comm: {{calibration: {}{}}}}}\n"
+        "workload: {{collective: allreduce, bytes: {}B}}\n"
+        "strategies: [ring]\n",
+        topo, cal, beside, n);
+    Scenario sc = parse_scenario(YamlNode::load_string(text, "t.yaml"));
+    const double want = 2 * (p - 1) * a + 2 * (p - 1) / p * n * b;
+    const double got = run_collective_workload(sc, sc.strategies[0], 4).time_s;
+    if (*beside == '\0')
+      EXPECT_NEAR(got, want, want * 1e-9);
+    else
+      EXPECT_GT(std::abs(got - want), want * 1e-3);  // NCCL's step latencies, not a
+  }
+  std::filesystem::remove(cal);
+  std::filesystem::remove(topo);
+}
+
 TEST(CalibFit, OneMessageSizeFitsAlphaWithBetaFromTheCluster) {
   // Ping-pong at one size n = 1 MiB, t = a + n·b (a = 5 us, 1/b = 10 GB/s), three repeats: a and b cannot
   // be told apart, so without a cluster the fit is refused, naming the cause; with the cluster's flow rate
