@@ -46,7 +46,7 @@ struct MessageProtocol {
   const char* name = nullptr;  // nullptr: off
   Time alpha_intra, alpha_inter, base;
   double wire = 1;
-  double rate_cap = 0;  // per channel
+  double rate_cap = 0;  // per message of one channel (Send::channels); 0: none
   bool on() const { return name != nullptr; }
   // The protocol of a message carrying `channels` channels' chunks together: each channel drives its own.
   MessageProtocol carrying(uint32_t channels) const {
