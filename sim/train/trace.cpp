@@ -9,6 +9,22 @@
 
 namespace ddlsim {
 
+namespace {
+
+// A task's arguments in the trace: its step; a collective also its bytes per rank and, when the library
+// picked one, its protocol (NCCL's LL, LL128 or Simple).
+nlohmann::ordered_json task_args(const TaskGraph& graph, const Task& task) {
+  nlohmann::ordered_json args = {{"step", task.step}};
+  if (task.kind == TaskKind::Collective) {
+    const CollectivePlan& plan = *graph.collectives()[task.collective].plan;
+    args["bytes"] = plan.bytes();
+    if (plan.protocol().on()) args["protocol"] = plan.protocol().name;
+  }
+  return args;
+}
+
+}  // namespace
+
 void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                           const std::vector<TaskRecord>& records, int max_workers, const Topology* topo) {
   using Json = nlohmann::ordered_json;
@@ -60,7 +76,7 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                       {"tid", static_cast<int>(task.category)},
                       {"ts", micros(records[t].start)},
                       {"dur", micros(records[t].end - records[t].start)},
-                      {"args", {{"step", task.step}}}});
+                      {"args", task_args(graph, task)}});
   }
   Json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
   write_output_file(path, doc.dump() + "\n");
@@ -102,7 +118,7 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
                         {"tid", w + 1},
                         {"ts", micros(records[t].start)},
                         {"dur", micros(records[t].end - records[t].start)},
-                        {"args", {{"step", task.step}}}});
+                        {"args", task_args(graph, task)}});
     }
   }
   Json doc = {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};

@@ -47,6 +47,28 @@ TEST(Trace, RunWritesParsableJson) {
   EXPECT_GT(complete, 0u);
 }
 
+TEST(Trace, CollectivesNameTheirBytesAndProtocol) {
+  // JUWELS Booster runs NCCL's protocols: every allreduce in the trace of a 2-node DDP run carries its bytes
+  // per rank (the buckets sum to the model's gradients each step) and the protocol the tuner picked.
+  std::string path = temp_path("protocol.json");
+  auto o = ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
+                                   "/scenarios/aach2023/resnet50-dali-cpu.yaml' --set 'cluster.nodes=[2]' "
+                                   "--set 'strategies=[ddp]' --format csv --trace '" +
+                                   path + "'");
+  ASSERT_EQ(o.status, 0) << o.out;
+  nlohmann::json doc = parse_file(path);
+  std::filesystem::remove(path);
+  size_t collectives = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "allreduce") {
+      ++collectives;
+      EXPECT_GT(e["args"]["bytes"].get<double>(), 0) << e.dump();
+      const std::string protocol = e["args"]["protocol"].get<std::string>();
+      EXPECT_TRUE(protocol == "LL" || protocol == "LL128" || protocol == "Simple") << e.dump();
+    }
+  EXPECT_GT(collectives, 0u);
+}
+
 TEST(Trace, ParameterServerHostsGetTracksOfTheirOwn) {
   // Two colocated servers on two nodes (server j on node j's host CPU), over the costly grpc transport: the
   // "servers" process has one thread per host, named after it, carrying that host's sums, updates and
