@@ -143,6 +143,20 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   return out;
 }
 
+Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
+  Algorithm best = Algorithm::Auto;
+  double fastest = 0;
+  for (Algorithm a : {Algorithm::Ring, Algorithm::DoubleTree}) {
+    shape.inter_node = a;
+    for (const NcclEstimate& e : nccl_estimates(shape, cluster))
+      if (e.seconds >= 0 && (best == Algorithm::Auto || e.seconds < fastest)) {
+        best = a;
+        fastest = e.seconds;
+      }
+  }
+  return best;
+}
+
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster) {
   MessageProtocol best;
   double fastest = 0;

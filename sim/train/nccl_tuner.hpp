@@ -28,5 +28,9 @@ struct NcclEstimate {
 std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& cluster);
 // The protocol NCCL's tuner picks for `shape` (the fastest estimate); off when there is none.
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster);
+// For a Hierarchical `shape`: the algorithm between nodes, Ring or DoubleTree, whose estimate with its best
+// protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Auto when the cluster does
+// not run NCCL's protocols.
+Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster);
 
 }  // namespace ddlsim

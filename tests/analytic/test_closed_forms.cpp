@@ -343,6 +343,58 @@ TEST(ClosedForm, NcclProtocolBoundIsPerChannel) {
     expect_rel(run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{fast}).time_s, want);
 }
 
+TEST(ClosedForm, NcclTunerPicksTheHierarchicalAlgorithmBetweenNodes) {
+  // With NCCL's protocols, `inter_node: auto` takes ring or double tree as NCCL's tuner does: the algorithm
+  // of its fastest estimate over both algorithms and every protocol (without them, the α-β estimate of the
+  // two plans decides). Nodes of 2 A100s on NVLink, one NIC each at 25 GB/s, α 20 us across nodes: for every
+  // size and node count below, auto takes exactly the time of the algorithm the tuner names, and for some of
+  // them that is not the one the α-β estimate would take.
+  auto scenario = [](int nodes, const std::string& bytes, const std::string& strategy) {
+    return scenario_from(fmt::format(
+        "name: auto\n"
+        "cluster:\n"
+        "  nodes: {}\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: 2, nics: 1, gpu_link: {{kind: nvlink-mesh, bandwidth: 100GB/s, latency: 1us}},\n"
+        "         pcie: {{bandwidth: 50GB/s, latency: 1us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+        "  comm: {{protocols: nccl, alpha_inter: 20us}}\n"
+        "workload: {{collective: allreduce, bytes: {}}}\n"
+        "strategies: [{}]\n",
+        nodes, bytes, strategy));
+  };
+  int differs = 0;
+  for (int nodes : {4, 16, 64})
+    for (const char* bytes : {"64kB", "4MB", "64MB"}) {
+      SCOPED_TRACE(fmt::format("{} nodes, {}", nodes, bytes));
+      Scenario sc = scenario(nodes, bytes, "{name: hierarchical, inter_node: auto}");
+      Cluster cluster = build_cluster(sc.cluster, nodes);
+      CollectiveShape shape{Algorithm::Hierarchical, static_cast<uint32_t>(2 * nodes), 2, 0,
+                            sc.collective->bytes};
+      shape.channels = 1;
+      Algorithm tuner = Algorithm::Auto;
+      double fastest = 0;
+      for (Algorithm a : {Algorithm::Ring, Algorithm::DoubleTree}) {
+        shape.inter_node = a;
+        for (const NcclEstimate& e : nccl_estimates(shape, cluster))
+          if (e.seconds >= 0 && (tuner == Algorithm::Auto || e.seconds < fastest))
+            tuner = a, fastest = e.seconds;
+      }
+      ASSERT_NE(tuner, Algorithm::Auto);
+      shape.inter_node = Algorithm::Auto;
+      MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
+      shape.alpha = cost.alpha;
+      shape.rate = cost.rate;
+      differs += resolve_inter_node(shape) != tuner;
+      Scenario named = scenario(nodes, bytes,
+                                fmt::format("{{name: hierarchical, inter_node: {}}}",
+                                            tuner == Algorithm::Ring ? "ring" : "double-tree"));
+      expect_rel(run_collective_workload(sc, sc.strategies.at(0), nodes).time_s,
+                 run_collective_workload(named, named.strategies.at(0), nodes).time_s);
+    }
+  EXPECT_GT(differs, 0);
+}
+
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
   // Both reach the bandwidth lower bound 2(p−1)/p·n/B (Patarasuk & Yuan); they differ only in latency terms:
   // ring − rhd = (2(p−1) − 2·log2 p)·2l.

@@ -109,14 +109,18 @@ ServerPlacement parse_server_placement(const OptionReader& o) {
 
 std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
                                              uint32_t channels) {
-  if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
-    MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
-    shape.alpha = cost.alpha;
-    shape.rate = cost.rate;
-    shape.inter_node = resolve_inter_node(shape);
-  }
   if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.channels = ring_channels(cluster, channels);
+  if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
+    // With NCCL's protocols, NCCL's tuner picks ring or tree; otherwise the α-β estimate of the two plans.
+    shape.inter_node = nccl_inter_node(shape, cluster);
+    if (shape.inter_node == Algorithm::Auto) {
+      MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
+      shape.alpha = cost.alpha;
+      shape.rate = cost.rate;
+      shape.inter_node = resolve_inter_node(shape);
+    }
+  }
   std::unique_ptr<CollectivePlan> plan = make_plan(shape);
   plan->set_protocol(nccl_protocol(shape, cluster));
   return plan;

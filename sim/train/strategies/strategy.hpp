@@ -89,10 +89,11 @@ struct Strategy {
 Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 
 // The plan of an allreduce shape on `cluster` as the collective library runs it. A hierarchical shape with
-// inter_node auto chooses its plan between nodes from an α-β estimate with the cluster's inter-node message
-// overhead and flow rate for its message size (n / p), and `shape` keeps the choice. A ring (and NCCL's tuner
-// for a hierarchical one) gets its channels (ring_channels of `channels`), and the plan NCCL's protocol when
-// the cluster runs them. Throws std::invalid_argument as make_plan.
+// inter_node auto chooses its plan between nodes as NCCL's tuner does when the cluster runs NCCL's protocols
+// (nccl_inter_node), else from an α-β estimate with the cluster's inter-node message overhead and flow rate
+// for its message size (n / p); `shape` keeps the choice. A ring (and NCCL's tuner for a hierarchical one)
+// gets its channels (ring_channels of `channels`), and the plan NCCL's protocol when the cluster runs them.
+// Throws std::invalid_argument as make_plan.
 std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
                                              uint32_t channels);
 // A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
