@@ -95,9 +95,12 @@ int describe_command(const std::vector<std::string>& args) {
         "  ring across nodes: {} channel(s) by default (one per NIC the GPUs of a node use)\n",
         ring_channels(c, 0));
   if (c.comm.nccl_protocols && c.gpus.size() > 1) {
-    // NCCL's tuner for a ring allreduce over every GPU, by size: its estimate per protocol, the one it picks.
-    std::cout << fmt::format("  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us):\n",
-                             c.gpus.size());
+    // NCCL's tuner for a ring allreduce over every GPU, by size: its estimate per protocol, the one it picks;
+    // across nodes also what a hierarchical allreduce with inter_node auto runs (algorithm and protocol).
+    const bool nodes = c.gpus_per_node > 0 && c.gpus.size() > static_cast<size_t>(c.gpus_per_node) &&
+                       c.gpus.size() % static_cast<size_t>(c.gpus_per_node) == 0;
+    std::cout << fmt::format("  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}):\n",
+                             c.gpus.size(), nodes ? "; hierarchical with inter_node auto" : "");
     for (double bytes = 8; bytes <= 8.0 * (1ull << 30); bytes *= 8) {
       CollectiveShape shape;
       shape.ranks = static_cast<uint32_t>(c.gpus.size());
@@ -108,8 +111,16 @@ int describe_command(const std::vector<std::string>& args) {
       for (const NcclEstimate& e : nccl_estimates(shape, c))
         cells.push_back(e.seconds < 0 ? fmt::format("{} off", e.protocol)
                                       : fmt::format("{} {:.1f}", e.protocol, e.seconds * 1e6));
-      std::cout << fmt::format("    {:>10}  {:<8} ({})\n", format_bytes(Bytes{bytes}),
-                               nccl_protocol(shape, c).name, fmt::join(cells, ", "));
+      std::string hierarchical;
+      if (nodes) {
+        shape.algorithm = Algorithm::Hierarchical;
+        shape.inter_node = nccl_inter_node(shape, c);
+        hierarchical = fmt::format("; hierarchical: {} {}", algorithm_name(shape.inter_node),
+                                   nccl_protocol(shape, c).name);
+        shape.algorithm = Algorithm::Ring;
+      }
+      std::cout << fmt::format("    {:>10}  {:<8} ({}){}\n", format_bytes(Bytes{bytes}),
+                               nccl_protocol(shape, c).name, fmt::join(cells, ", "), hierarchical);
     }
   }
   std::vector<std::string> transports;

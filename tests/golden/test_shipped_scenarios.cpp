@@ -108,6 +108,18 @@ TEST(ShippedScenarios, DescribePrintsEachStrategysRunEstimate) {
   }
 }
 
+TEST(ShippedScenarios, DescribePrintsNcclsChoicePerSize) {
+  // JUWELS Booster runs NCCL's protocols: describe prints, per size, the tuner's protocol for a ring over all
+  // GPUs and, across nodes, the algorithm and protocol a hierarchical allreduce with inter_node auto runs:
+  // at 64 nodes NCCL's model takes the double tree with LL for 8 B.
+  auto [status, out] = ddlsim_test::run_ddlsim(
+      "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/topologies/juwels-booster.yaml' --nodes 64",
+      ddlsim_test::Capture::Both);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("NCCL protocols (ring allreduce over 256 GPUs"), std::string::npos) << out;
+  EXPECT_NE(out.find("hierarchical: double-tree LL\n"), std::string::npos) << out;
+}
+
 TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
   // A star of one-GPU hosts has no two GPUs in one node, so the intra-node comm class never applies.
   auto [status, out] = ddlsim_test::run_ddlsim(
