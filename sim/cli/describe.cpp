@@ -99,8 +99,11 @@ int describe_command(const std::vector<std::string>& args) {
     // across nodes also what a hierarchical allreduce with inter_node auto runs (algorithm and protocol).
     const bool nodes = c.gpus_per_node > 0 && c.gpus.size() > static_cast<size_t>(c.gpus_per_node) &&
                        c.gpus.size() % static_cast<size_t>(c.gpus_per_node) == 0;
-    std::cout << fmt::format("  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}):\n",
-                             c.gpus.size(), nodes ? "; hierarchical with inter_node auto" : "");
+    std::cout << fmt::format(
+        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}):\n", c.gpus.size(),
+        c.comm.nccl_net_latency > Time() ? "; network device latency " + format_time(c.comm.nccl_net_latency)
+                                         : std::string(),
+        nodes ? "; hierarchical with inter_node auto" : "");
     for (double bytes = 8; bytes <= 8.0 * (1ull << 30); bytes *= 8) {
       CollectiveShape shape;
       shape.ranks = static_cast<uint32_t>(c.gpus.size());

@@ -347,7 +347,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
                     "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu",
                     "multipath", "source", "calibration", "intra", "inter", "reduce", "transports", "incast",
-                    "protocols"});
+                    "protocols", "net_latency"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -393,6 +393,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     if (v != "nccl" && v != "none") pr->fail("protocols must be nccl or none");
     m.nccl_protocols = v == "nccl";
   }
+  if (auto nl = comm.get("net_latency")) m.nccl_net_latency = parse_latency(*nl);
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

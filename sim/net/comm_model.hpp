@@ -63,6 +63,11 @@ struct CommModel {
   // `protocols: nccl`: ring and double-tree allreduces run with the protocol NCCL's tuner picks (LL, LL128,
   // Simple; train/nccl_tuner), its per-step latencies in place of alpha and its bytes on the wire.
   bool nccl_protocols = false;
+  // NCCL's network device latency (`net_latency`): what the network plugin reports
+  // (ncclNetProperties.latency; NCCL's IB and socket transports report 0, plugins may set it). NCCL's tuner
+  // adds it to every inter-node step's latency, twice with Simple (its flush), and so do the protocol's
+  // messages here.
+  Time nccl_net_latency;
   // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.

@@ -115,9 +115,10 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
     }
     // Latency: the call's base, then per step the step's hardware (across nodes NCCL also counts the
     // network proxy's post overhead, 1 us, 3 us with Simple; one GPU per node pays the tree's network
-    // latency).
+    // latency), and across nodes the network device's own latency (net_latency; twice with Simple).
     const double intra_lat = kHwLat[intra_hw][a][pr];
-    const double inter_lat = ppn == 1 ? kHwLat[kNet][kTree][pr] : kHwLat[kNet][a][pr];
+    const double inter_lat = (ppn == 1 ? kHwLat[kNet][kTree][pr] : kHwLat[kNet][a][pr]) +
+                             (pr == kSimple ? 2 : 1) * c.comm.nccl_net_latency.seconds() * 1e6;
     double lat = kBaseLat[a][pr], alg = 0;
     if (a == kRing) {
       const double steps = 2 * (p - 1), inter_steps = nodes == 1 ? 0 : 2 * (nodes - 1);

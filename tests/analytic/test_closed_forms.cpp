@@ -249,6 +249,20 @@ TEST(ClosedForm, NcclProtocolsOnAStar) {
   expect_rel(run(4, "ring", "", "allreduce", true, 1, "8B").time_s, 6 * (2 * kL + 2 / kB));
 }
 
+TEST(ClosedForm, NcclNetworkDeviceLatencyAddsToEveryStepAcrossNodes) {
+  // net_latency L: the latency the network plugin reports, which NCCL's tuner adds to each step across nodes,
+  // twice with Simple (its flush). The ring of the test above, every step across nodes:
+  //   LL:     T = 6.6 us + 6·(5.0 us + L + 2m/B)
+  //   Simple: T = 8.4 us + 6·(14 us + 2L + m/B)
+  const double l = 10e-6;
+  const std::string comm = "{protocols: nccl, net_latency: 10us}";
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    expect_rel(run(4, "ring", comm, "allreduce", fast, 1, "8B").time_s, nccl_ll(8) + 6 * l);
+    expect_rel(run(4, "ring", comm, "allreduce", fast, 1, "100MB").time_s, nccl_simple(100e6) + 6 * 2 * l);
+  }
+}
+
 TEST(ClosedForm, NcclTunerSwitchesWhereItsCostModelCrosses) {
   // NCCL's estimates for the ring above (us, n in bytes): bus bandwidth 25 GB/s, algorithm bandwidth x
   // p/(2(p-1)) = x 2/3, latency base + 6 steps x the network's step latency (Simple also x 1.4, NCCL's
