@@ -60,8 +60,9 @@ struct CommModel {
   CommClass inter;                                                // across nodes
   std::vector<ReduceRange> reduce = std::vector<ReduceRange>(1);  // sorted by max_bytes, last one unbounded
   uint32_t multipath = 1;  // split each transfer over this many routes (1 = minimal only)
-  // `protocols: nccl`: ring and double-tree allreduces run with the protocol NCCL's tuner picks (LL, LL128,
-  // Simple; train/nccl_tuner), its per-step latencies in place of alpha and its bytes on the wire.
+  // `protocols: nccl`: ring, double-tree and hierarchical allreduces run with the protocol NCCL's tuner picks
+  // (LL, LL128, Simple; train/nccl_tuner), its per-step latencies in place of alpha and its bytes on the
+  // wire.
   bool nccl_protocols = false;
   // NCCL's network device latency (`net_latency`): what the network plugin reports
   // (ncclNetProperties.latency; NCCL's IB and socket transports report 0, plugins may set it). NCCL's tuner
