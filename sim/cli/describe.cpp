@@ -116,11 +116,11 @@ int describe_command(const std::vector<std::string>& args) {
                                       : fmt::format("{} {:.1f}", e.protocol, e.seconds * 1e6));
       std::string hierarchical;
       if (nodes) {
-        shape.algorithm = Algorithm::Hierarchical;
-        shape.inter_node = nccl_inter_node(shape, c);
-        hierarchical = fmt::format("; hierarchical: {} {}", algorithm_name(shape.inter_node),
-                                   nccl_protocol(shape, c).name);
-        shape.algorithm = Algorithm::Ring;
+        CollectiveShape h = shape;
+        h.algorithm = Algorithm::Hierarchical;
+        h.inter_node = nccl_inter_node(h, c);
+        hierarchical =
+            fmt::format("; hierarchical: {} {}", algorithm_name(h.inter_node), nccl_protocol(h, c).name);
       }
       std::cout << fmt::format("    {:>10}  {:<8} ({}){}\n", format_bytes(Bytes{bytes}),
                                nccl_protocol(shape, c).name, fmt::join(cells, ", "), hierarchical);

@@ -27,14 +27,19 @@ nlohmann::json parse_file(const std::string& path) {
   return nlohmann::json::parse(text.str());  // throws on invalid JSON
 }
 
-TEST(Trace, RunWritesParsableJson) {
+// The trace `ddlsim run` writes of a shipped scenario (a path under the source tree) with `options`.
+nlohmann::json run_trace(const std::string& scenario, const std::string& options) {
   std::string path = temp_path("run.json");
-  auto o = ddlsim_test::run_ddlsim(
-      "run '" + std::string(DDLSIM_SOURCE_DIR) +
-      "/scenarios/horovod-mnist.yaml' --set cluster.nodes=1 --format csv --trace '" + path + "'");
-  ASSERT_EQ(o.status, 0) << o.out;
+  auto o = ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) + "/" + scenario + "' " +
+                                   options + " --format csv --trace '" + path + "'");
+  EXPECT_EQ(o.status, 0) << o.out;
   nlohmann::json doc = parse_file(path);
   std::filesystem::remove(path);
+  return doc;
+}
+
+TEST(Trace, RunWritesParsableJson) {
+  nlohmann::json doc = run_trace("scenarios/horovod-mnist.yaml", "--set cluster.nodes=1");
   EXPECT_EQ(doc["displayTimeUnit"], "ms");
   ASSERT_TRUE(doc["traceEvents"].is_array());
   size_t complete = 0;
@@ -49,15 +54,9 @@ TEST(Trace, RunWritesParsableJson) {
 
 TEST(Trace, CollectivesNameTheirBytesAndProtocol) {
   // JUWELS Booster runs NCCL's protocols: every allreduce in the trace of a 2-node DDP run carries its bytes
-  // per rank (the buckets sum to the model's gradients each step) and the protocol the tuner picked.
-  std::string path = temp_path("protocol.json");
-  auto o = ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
-                                   "/scenarios/aach2023/resnet50-dali-cpu.yaml' --set 'cluster.nodes=[2]' "
-                                   "--set 'strategies=[ddp]' --format csv --trace '" +
-                                   path + "'");
-  ASSERT_EQ(o.status, 0) << o.out;
-  nlohmann::json doc = parse_file(path);
-  std::filesystem::remove(path);
+  // per rank and the protocol the tuner picked.
+  nlohmann::json doc = run_trace("scenarios/aach2023/resnet50-dali-cpu.yaml",
+                                 "--set 'cluster.nodes=[2]' --set 'strategies=[ddp]'");
   size_t collectives = 0;
   for (const auto& e : doc["traceEvents"])
     if (e["ph"] == "X" && e["name"] == "allreduce") {
@@ -73,16 +72,9 @@ TEST(Trace, ParameterServerHostsGetTracksOfTheirOwn) {
   // Two colocated servers on two nodes (server j on node j's host CPU), over the costly grpc transport: the
   // "servers" process has one thread per host, named after it, carrying that host's sums, updates and
   // transport work (host receive / host send), and no worker track carries them.
-  std::string path = temp_path("ps.json");
-  auto o =
-      ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
-                              "/scenarios/juwels-ps-vs-allreduce.yaml' --set 'cluster.nodes=[2]' --set "
-                              "'strategies=[{name: ps, servers: 2, placement: colocated, transport: grpc}]' "
-                              "--format csv --trace '" +
-                              path + "'");
-  ASSERT_EQ(o.status, 0) << o.out;
-  nlohmann::json doc = parse_file(path);
-  std::filesystem::remove(path);
+  nlohmann::json doc = run_trace("scenarios/juwels-ps-vs-allreduce.yaml",
+                                 "--set 'cluster.nodes=[2]' --set 'strategies=[{name: ps, servers: 2, "
+                                 "placement: colocated, transport: grpc}]'");
   int servers_pid = -1;
   std::set<std::string> threads, names;
   for (const auto& e : doc["traceEvents"])
