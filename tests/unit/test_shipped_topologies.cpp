@@ -1,7 +1,7 @@
 // Every shipped topology loads, routes and moves data at its stated rates. Ring allreduce (one channel) of n
 // bytes over p ranks through one NIC per node: busbw = 2(p−1)/p·n / T and T >= 2(p−1)/p·n / (B·e) for the
 // slowest hop B on the ring with the per-flow efficiency e, so busbw <= B·e; for 256 MB the latency terms are
-// < 3% of T on these systems, so busbw also stays within 10% of B·e.
+// < 3% of T on most of these systems, so busbw also stays within 10% of B·e (15% over EFA: Shipped::floor).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -24,6 +24,9 @@ struct Shipped {
   double cpu_reduce;   // comm.reduce_bandwidth_cpu (bytes of operand summed per second on a host CPU)
   int nics;            // NICs per node (node.nics)
   double goodput = 1;  // comm.goodput_inter: the share of the line rate all flows on a link get together
+  // The least busbw / (B·e) of one ring at 256 MB: its latency terms take under 10% of T, except over EFA,
+  // where each of its 2(p−1) = 30 steps pays aws-ofi-nccl's 75 us twice with Simple: 4.5 ms of ~47 ms.
+  double floor = 0.9;
 };
 
 constexpr Shipped kTopologies[] = {
@@ -32,6 +35,7 @@ constexpr Shipped kTopologies[] = {
     {"lumi-g", 25e9, 0.85, 79e9, 4},
     {"frontier", 25e9, 0.85, 79e9, 4},
     {"dgx-a100-hdr-fattree", 25e9, 0.9, 79e9, 8},
+    {"aws-p4de-efa", 12.5e9, 0.9, 54e9, 4, 1, 0.85},
     {"ethernet-25g", 3.125e9, 0.744, 30e9, 1, 0.941},
     {"ethernet-100g", 12.5e9, 0.691, 79e9, 1, 0.941},
 };
@@ -58,7 +62,7 @@ TEST(ShippedTopologies, RingBusBandwidthIsTheNicRate) {
     CollectiveResult r = run_collective_workload(sc, sc.strategies[0], 2);
     double bound = t.nic_rate * t.goodput * t.efficiency;
     EXPECT_LE(r.busbw, bound * (1 + 1e-9));
-    EXPECT_GE(r.busbw, 0.9 * bound);
+    EXPECT_GE(r.busbw, t.floor * bound);
   }
 }
 
