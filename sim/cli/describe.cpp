@@ -130,11 +130,14 @@ int describe_command(const std::vector<std::string>& args) {
   for (const auto& [name, t] : c.comm.transports)
     transports.push_back(
         t.free() ? name + " (free)"
-                 : fmt::format("{} ({} + {} per core{})", name, format_time(t.overhead),
+                 : fmt::format("{} ({} + {} per core{}{})", name, format_time(t.overhead),
                                t.cpu_rate > 0 ? format_rate(Rate{t.cpu_rate}) : "-",
                                t.connection_rate > 0
                                    ? fmt::format(", {} per connection", format_rate(Rate{t.connection_rate}))
-                                   : ""));
+                                   : "",
+                               t.process_rate > 0 ? fmt::format(", {} per sending process",
+                                                                format_rate(Rate{t.process_rate}))
+                                                  : ""));
   std::cout << fmt::format("  host transports (PS): {}\n", fmt::join(transports, ", "));
   Router router(c.topo);
   auto show = [&](VertexId s, VertexId d) {

@@ -375,11 +375,12 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   if (auto t = comm.get("transports")) {
     for (const std::string& name : t->keys()) {
       YamlNode n = (*t)[name];
-      n.expect_keys({"overhead", "cpu_rate", "connection_rate", "source"});
+      n.expect_keys({"overhead", "cpu_rate", "connection_rate", "process_rate", "source"});
       HostTransport h;
       if (auto o = n.get("overhead")) h.overhead = parse_latency(*o);
       if (auto r = n.get("cpu_rate")) h.cpu_rate = r->as_rate().value;  // the unit parser rejects <= 0
       if (auto r = n.get("connection_rate")) h.connection_rate = r->as_rate().value;
+      if (auto r = n.get("process_rate")) h.process_rate = r->as_rate().value;
       m.transports[name] = h;
     }
   }

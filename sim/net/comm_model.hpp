@@ -41,18 +41,22 @@ struct ReduceRange {
 // (system calls, RPC framing, wake-ups) and per byte (serialisation, copies, the kernel's TCP/IP stack), on
 // top of the wire. Charged to the hosts' cores by the strategies that move data through host software
 // (parameter servers). `rdma`, `nccl` and `ideal` spend none: the NIC or the GPU moves the bytes.
-// A transport may also carry one connection's bytes through a serial stage: gRPC processes the frames of one
-// HTTP/2 connection on one thread at a time, so the messages between one worker and one server queue behind
-// each other there, whatever the host's cores, while messages on other connections proceed in parallel.
+// A transport may also carry bytes through serial stages, one message at a time whatever the host's cores:
+// - per connection: gRPC processes the frames of one HTTP/2 connection on one thread at a time, so the
+//   messages between one worker and one server queue behind each other, while other connections proceed;
+// - per sending process: a process that serves every tensor it sends from one thread (TensorFlow up to 1.x:
+//   one thread polls the worker service's completion queue, GrpcServer::Start in grpc_server_lib.cc), so
+//   everything one process sends queues there, to whichever peer, while other processes proceed.
 struct HostTransport {
   Time overhead;               // CPU time per message, at each end
   double cpu_rate = 0;         // bytes one core processes per second, at each end; 0: no per-byte cost
   double connection_rate = 0;  // bytes per second one connection's serial stage carries; 0: none
+  double process_rate = 0;     // bytes per second one sending process's serial stage carries; 0: none
   double cpu_seconds(double bytes) const {
     return overhead.seconds() + (cpu_rate > 0 ? bytes / cpu_rate : 0);
   }
   bool spends_cpu() const { return overhead != Time() || cpu_rate > 0; }
-  bool free() const { return !spends_cpu() && connection_rate == 0; }
+  bool free() const { return !spends_cpu() && connection_rate == 0 && process_rate == 0; }
 };
 
 struct CommModel {
@@ -90,9 +94,12 @@ struct CommModel {
   //     that stopped handling a large message's slices one by one (tensorflow/tensorflow#6116 and
   //     grpc/grpc#8975). One RecvTensor stream then carried ~0.2 GB/s: 196 MB/s with TF's own benchmark on
   //     the master of July 2017 (tensorflow/tensorflow#11261), "100-200 MB/s" before and 800 MB/s after the
-  //     upgrade of August 2017 (#6116); a worker reading from 8 PS processes at once got 2.6 GB/s where one
-  //     gave 0.9 (#6116, 2016): the limit is per connection, not per host. gRPC's own costs as `grpc`; the
-  //     connection stage makes up the rest of one stream's time: 1/0.2 GB/s - 2/2.4 GB/s = 1/0.24 GB/s.
+  //     upgrade of August 2017 (#6116). Where that stage sits: a worker reading from 8 PS processes at once
+  //     got 2.6 GB/s where one gave 0.9 (#6116, 2016), so not at the receiver; and TF 1.x serves every
+  //     tensor a process sends from the one thread that polls its worker service's completion queue
+  //     (GrpcServer::Start, thread "TF_worker_service"). So the stage is per sending process: a parameter
+  //     server's pulls to all its workers queue there. gRPC's own costs as `grpc`; the process stage makes up
+  //     the rest of one stream's time: 1/0.2 GB/s - 2/2.4 GB/s = 1/0.24 GB/s.
   //   tcp: plain kernel TCP sockets (Gloo, MPI over TCP): ~25 Gb/s = 3.1 GB/s per core ("DCTCP needs a
   //     minimum of 4 cores to saturate 100Gbps NIC", Agarwal et al., "Host Congestion Control", SIGCOMM
   //     2023); the per-message cost is not given there (0).
@@ -101,7 +108,7 @@ struct CommModel {
       {"rdma", {}},
       {"nccl", {}},
       {"grpc", {Time::from_seconds(11e-6), 2.4e9}},
-      {"tf13-grpc", {Time::from_seconds(11e-6), 2.4e9, 0.24e9}},
+      {"tf13-grpc", {Time::from_seconds(11e-6), 2.4e9, 0, 0.24e9}},
       {"tcp", {Time(), 3.125e9}}};
   // Seconds to reduce `bytes` arriving in operands of `operand` bytes each, on a CPU or a GPU.
   double reduce_seconds(double bytes, double operand, bool cpu) const {

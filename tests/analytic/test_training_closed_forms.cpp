@@ -234,6 +234,24 @@ TEST(TrainingClosedForms, ParameterServerConnectionStageSerialisesOneConnection)
   EXPECT_NEAR(b.step_time_s, want, want * 1e-6);
 }
 
+TEST(TrainingClosedForms, ParameterServerProcessStageSerialisesEverythingOneProcessSends) {
+  // A transport whose only cost is a serial stage per sending process at C = 1 GB/s (TensorFlow 1.x serves
+  // every tensor a process sends from one thread), wire negligible as above, no reduction cost. One dedicated
+  // server, 4 workers, one n = 40 MB chunk each.
+  // Pushes: each worker sends from its own process, so the 4 pass at once: n/C. Pulls: all 4 leave the one
+  // server process, one after another, ending n/C, 2n/C, 3n/C and 4n/C after the update. The last worker's
+  // next push then reaches the server F + B + n/C after its pull, so the step (the server's period) is
+  //   step = F + B + n/C + 4·n/C.
+  // The same stage per connection gives F + B + 2·n/C (the test above): the difference is the mechanism.
+  const double n = 4 * kLayerGrad, C = 1e9;
+  TrainingResult r =
+      run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: x}]", "", 4,
+          {"cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}",
+           "cluster.comm={transports: {x: {process_rate: 1GB/s}}}"});
+  double want = kForward + kBackward + 5 * n / C;
+  EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+}
+
 TEST(TrainingClosedForms, ParameterServersOfOneWorkerProcessSkipTheTransport) {
   // One worker whose servers are colocated on its own node is one process that keeps its variables (as
   // TensorFlow without a ps job): the host transport is not used, and the step equals the ideal one to the

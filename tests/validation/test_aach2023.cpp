@@ -223,10 +223,11 @@ TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
 TEST(HorovodGuide, TensorFlowParameterServersStillMiss) {
   // "Twice faster than the standard distributed TensorFlow": TF-PS at 0.88 / 2 = 0.44 on 128 GPUs. The
   // scenario's PS is the baseline's set-up (tf_cnn_benchmarks: towers averaged on the worker host, greedy
-  // placement of whole variables, TF 1.3's gRPC at ~0.2 GB/s per connection, SyncReplicasOptimizer's
-  // barrier): with 32 servers each connection carries ~3 MB per step, mostly hidden by backward and forward,
-  // so it simulates at 0.94 (above Horovod: the guide's ordering is not reproduced). Checked to still miss,
-  // so a model change that closes the gap is noticed and the point moves into the held test above.
+  // placement of whole variables, TF 1.3 serving every tensor a process sends from one thread at ~0.24 GB/s,
+  // SyncReplicasOptimizer's barrier). The server holding the 8 MB logits layer sends it to 32 workers per
+  // step through that thread, so it simulates at 0.24: below Horovod, as the guide says, but further below
+  // than measured. Checked to still miss, so a model change that closes the gap is noticed and the point
+  // moves into the held test above.
   auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) +
                                    "/scenarios/horovod-guide-128gpu.yaml' --measured '" + DDLSIM_SOURCE_DIR +
                                    "/scenarios/measured/horovod_guide.csv' --format csv");
@@ -237,5 +238,59 @@ TEST(HorovodGuide, TensorFlowParameterServersStillMiss) {
   for (const auto& row : t.rows)
     (row[t.column("strategy")] == "horovod" ? horovod : ps) = std::stod(row[t.column("simulated")]);
   EXPECT_GT(horovod, 0);
+  EXPECT_LT(ps, horovod / 2);
   EXPECT_GT(std::abs(ps - 0.44), 0.05);
+}
+
+TEST(HorovodReadme, TensorFlowParameterServersLoseWithTheWorkerCount) {
+  // Horovod's README of 2017 measured the same TF-PS baseline on 4 nodes of 4 P100 over 25 GbE and on 16
+  // nodes over 40 GbE (scenarios/measured/horovod_readme_*.csv), each against its own single-GPU rate; one PS
+  // task per node, as in the scenario. With one sending thread per TF process, a server's pulls to its W
+  // workers queue behind each other:
+  // - VGG-16's 411 MB fc6 layer sits whole on one server, which sends W x 411 MB per step (and receives as
+  //   much), so its step grows nearly as W: efficiency(16 GPUs) / efficiency(64 GPUs) = T64 / T16 lies
+  //   between 3 and W64 / W16 = 4 (compute and the smaller layers add the same to both). Measured: 3.53. A
+  //   stage per connection instead gives 1.5: the connections run in parallel.
+  // - Every point within 0.2 of the measurement (the stage's rate comes from ~100 MB tensors, and the
+  //   small-tensor models run up to 0.17 too slow; a stage per connection put them 0.29-0.65 too fast).
+  struct Case {
+    const char* csv;
+    int nodes;
+    const char* model;
+    double samples_per_s;
+  };
+  const Case cases[] = {{"horovod_readme_25gbe.csv", 4, "inception_v3", 134.4},
+                        {"horovod_readme_25gbe.csv", 4, "resnet101", 119.4},
+                        {"horovod_readme_25gbe.csv", 4, "vgg16", 130.9},
+                        {"horovod_readme_40gbe.csv", 16, "inception_v3", 148.8},
+                        {"horovod_readme_40gbe.csv", 16, "resnet101", 136.0},
+                        {"horovod_readme_40gbe.csv", 16, "vgg16", 149.6}};
+  std::map<int, double> vgg;  // GPUs -> simulated efficiency
+  for (const Case& c : cases) {
+    std::string cmd =
+        "validate '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/horovod-guide-128gpu.yaml' " +
+        "--measured '" + DDLSIM_SOURCE_DIR + "/scenarios/measured/" + c.csv +
+        "' --format csv --set 'cluster.nodes=[" + std::to_string(c.nodes) + "]'" +
+        " --set strategies.1.servers=" + std::to_string(c.nodes) + " --set workload.model=" + c.model +
+        " --set workload.compute.samples_per_s=" + std::to_string(c.samples_per_s);
+    if (c.nodes == 16)  // the 40 GbE cluster: ethernet-25g's fat-tree at 40 Gb/s
+      cmd +=
+          " --set 'cluster.network={kind: fat-tree, levels: 2, hosts_per_leaf: 32, oversubscription: "
+          "\"2:1\", link: {bandwidth: 40Gb/s, latency: 1us}}'";
+    auto o = ddlsim_test::run_ddlsim(cmd);
+    ASSERT_EQ(o.status, 0) << cmd << "\n" << o.out;
+    CsvTable t = parse_csv(o.out, "validate output");
+    int found = 0;
+    for (const auto& row : t.rows) {
+      if (row[t.column("strategy")] != "tensorflow-ps") continue;
+      ++found;
+      double sim = std::stod(row[t.column("simulated")]), measured = std::stod(row[t.column("measured")]);
+      EXPECT_NEAR(sim, measured, 0.2) << c.model << " on " << c.nodes << " nodes";
+      if (std::string(c.model) == "vgg16") vgg[4 * c.nodes] = sim;
+    }
+    EXPECT_EQ(found, 1) << cmd << "\n" << o.out;
+  }
+  ASSERT_EQ(vgg.size(), 2u);
+  EXPECT_GT(vgg[16] / vgg[64], 3.0);
+  EXPECT_LT(vgg[16] / vgg[64], 4.0);
 }

@@ -55,17 +55,25 @@ class PsStep : public StepBuilder {
       g.depend(after, t);
       return t;
     };
-    // A message's turn in its connection's serial stage (push: worker w to server j; pull: j to w), after
-    // `after`; `after` itself when the transport has no such stage.
-    uint32_t l_conn = transport.connection_rate > 0 ? g.label("connection") : 0;
-    auto connection = [&](TaskId after, double bytes, uint32_t w, uint32_t j, bool pull, VertexId at) {
-      if (transport.connection_rate <= 0) return after;
-      auto [it, fresh] = connection_.try_emplace((static_cast<uint64_t>(w) * K + j) * 2 + pull, 0u);
-      if (fresh) it->second = g.add_resource();
-      TaskId t = g.add_delay(Time::from_seconds(bytes / transport.connection_rate), Category::Communication,
-                             static_cast<int32_t>(w), k, l_conn, it->second, at);
-      g.depend(after, t);
-      return t;
+    // A message's turns in the transport's serial stages (push: worker w to server j; pull: j to w), after
+    // `after`: its connection's, then its sending process's (the worker's for a push, the server's for a
+    // pull; a colocated server is a process of its own). The last of them, or `after` when there are none.
+    uint32_t l_conn = transport.connection_rate > 0 ? g.label("connection") : 0,
+             l_proc = transport.process_rate > 0 ? g.label("sending process") : 0;
+    auto serial = [&](TaskId after, double bytes, uint32_t w, uint32_t j, bool pull, VertexId at) {
+      auto pass = [&](uint64_t key, double rate, uint32_t label, VertexId where) {
+        if (rate <= 0) return;
+        auto [it, fresh] = stage_.try_emplace(key, 0u);
+        if (fresh) it->second = g.add_resource();
+        TaskId t = g.add_delay(Time::from_seconds(bytes / rate), Category::Communication,
+                               static_cast<int32_t>(w), k, label, it->second, where);
+        g.depend(after, t);
+        after = t;
+      };
+      pass(((static_cast<uint64_t>(w) * K + j) * 2 + pull) * 2, transport.connection_rate, l_conn, at);
+      pass((pull ? static_cast<uint64_t>(p) + j : w) * 2 + 1, transport.process_rate, l_proc,
+           pull ? at : kNoVertex);
+      return after;
     };
     std::vector<std::vector<TaskId>> pulls(p);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
@@ -87,9 +95,9 @@ class PsStep : public StepBuilder {
     std::vector<Shard> held;  // sync with global_barrier: the shards whose pulls wait for the token
     auto pull_shard = [&](const Shard& sh, TaskId updated) {
       for (uint32_t w = 0; w < p; w += G) {
-        TaskId sent = connection(
-            host_work(sync ? updated : sh.aggs[w], sh.bytes, server_cpu_[sh.j], w, l_send, sh.server),
-            sh.bytes, w, sh.j, true, sh.server);
+        TaskId sent =
+            serial(host_work(sync ? updated : sh.aggs[w], sh.bytes, server_cpu_[sh.j], w, l_send, sh.server),
+                   sh.bytes, w, sh.j, true, sh.server);
         TaskId pull = g.add_transfer(sh.server, c.gpus[w], sh.bytes, static_cast<int32_t>(w), k, l_pull);
         g.depend(sent, pull);
         TaskId pulled = host_work(pull, sh.bytes, worker_cpu(c, w), w, l_recv);
@@ -140,8 +148,8 @@ class PsStep : public StepBuilder {
         if (!sync) sh.aggs.assign(p, kNoTask);
         std::vector<TaskId> aggs;
         for (uint32_t w = 0; w < p; w += G) {
-          TaskId sent = connection(host_work(ready[w], sh.bytes, worker_cpu(c, w), w, l_send), sh.bytes, w, j,
-                                   false, sh.server);
+          TaskId sent = serial(host_work(ready[w], sh.bytes, worker_cpu(c, w), w, l_send), sh.bytes, w, j,
+                               false, sh.server);
           TaskId push = g.add_transfer(c.gpus[w], sh.server, sh.bytes, static_cast<int32_t>(w), k, l_push);
           g.depend(sent, push);
           TaskId received = host_work(push, sh.bytes, server_cpu_[j], w, l_recv, sh.server);
@@ -254,7 +262,9 @@ class PsStep : public StepBuilder {
   std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
   std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)
   std::vector<uint32_t> server_cpu_;      // per server: its host's cores (costly transports only)
-  std::unordered_map<uint64_t, uint32_t> connection_;  // (worker, server, pull) -> its serial stage
+  // Serial stages: 2·((worker, server, pull) index) for a connection's, 2·(sending process) + 1 for a
+  // process's (workers 0..p-1, then the servers).
+  std::unordered_map<uint64_t, uint32_t> stage_;
   std::vector<TaskId> barrier_;            // per step: every push of the step applied (the SSP clock)
   std::vector<uint32_t> variable_server_;  // per layer, for sharding by variable
 };

@@ -153,7 +153,8 @@ bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
   for (const auto& [name, t] : cluster.comm.transports) {
     alpha += 2 * t.overhead.seconds();
     if (t.cpu_rate > 0) rate = std::min(rate, t.cpu_rate);
-    if (t.connection_rate > 0) rate = std::min(rate, t.connection_rate);
+    for (double serial : {t.connection_rate, t.process_rate})
+      if (serial > 0) rate = std::min(rate, serial);
   }
   // A collective library's protocol: its step latency, its base once (bounded per round), its wire bytes.
   if (const MessageProtocol& pr = plan.protocol(); pr.on()) {
