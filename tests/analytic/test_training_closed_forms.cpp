@@ -243,13 +243,19 @@ TEST(TrainingClosedForms, ParameterServerProcessStageSerialisesEverythingOneProc
   // next push then reaches the server F + B + n/C after its pull, so the step (the server's period) is
   //   step = F + B + n/C + 4·n/C.
   // The same stage per connection gives F + B + 2·n/C (the test above): the difference is the mechanism.
-  const double n = 4 * kLayerGrad, C = 1e9;
-  TrainingResult r =
-      run("[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: x}]", "", 4,
-          {"cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}",
-           "cluster.comm={transports: {x: {process_rate: 1GB/s}}}"});
+  // With both stages (connection at C2 = 2 GB/s, then process at C), a message passes its connection's and
+  // then its sender's: the pushes take n/C2 + n/C in parallel; the 4 pulls pass their connections together
+  // (n/C2) and then the server's process one by one: step = F + B + 2·n/C2 + 5·n/C.
+  const double n = 4 * kLayerGrad, C = 1e9, C2 = 2e9;
+  const std::string ps = "[{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, transport: x}]";
+  const std::string fast = "cluster.network.link={bandwidth: 1000000TB/s, latency: 0us}";
+  TrainingResult r = run(ps, "", 4, {fast, "cluster.comm={transports: {x: {process_rate: 1GB/s}}}"});
   double want = kForward + kBackward + 5 * n / C;
   EXPECT_NEAR(r.step_time_s, want, want * 1e-6);
+  TrainingResult both =
+      run(ps, "", 4, {fast, "cluster.comm={transports: {x: {process_rate: 1GB/s, connection_rate: 2GB/s}}}"});
+  want = kForward + kBackward + 2 * n / C2 + 5 * n / C;
+  EXPECT_NEAR(both.step_time_s, want, want * 1e-6);
 }
 
 TEST(TrainingClosedForms, ParameterServersOfOneWorkerProcessSkipTheTransport) {
