@@ -100,10 +100,10 @@ int describe_command(const std::vector<std::string>& args) {
     const bool nodes = c.gpus_per_node > 0 && c.gpus.size() > static_cast<size_t>(c.gpus_per_node) &&
                        c.gpus.size() % static_cast<size_t>(c.gpus_per_node) == 0;
     std::cout << fmt::format(
-        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}):\n", c.gpus.size(),
+        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}{}):\n", c.gpus.size(),
         c.comm.nccl_net_latency > Time() ? "; network device latency " + format_time(c.comm.nccl_net_latency)
                                          : std::string(),
-        nodes ? "; hierarchical with inter_node auto" : "");
+        nodes ? "; hierarchical with inter_node auto" : "", c.nvls && !nodes ? "; NVLS (NVLink SHARP)" : "");
     for (double bytes = 8; bytes <= 8.0 * (1ull << 30); bytes *= 8) {
       CollectiveShape shape;
       shape.ranks = static_cast<uint32_t>(c.gpus.size());
@@ -115,6 +115,17 @@ int describe_command(const std::vector<std::string>& args) {
         cells.push_back(e.seconds < 0 ? fmt::format("{} off", e.protocol)
                                       : fmt::format("{} {:.1f}", e.protocol, e.seconds * 1e6));
       std::string hierarchical;
+      // One node whose NVSwitch reduces: NCCL's NVLS estimate, and NVLS where the tuner prefers it.
+      if (const NcclEstimate nvls = nccl_nvls_estimate(shape, c); nvls.seconds >= 0) {
+        CollectiveShape h = shape;
+        h.algorithm = Algorithm::Hierarchical;
+        h.inter_node = Algorithm::Auto;
+        std::unique_ptr<CollectivePlan> plan = cluster_plan(h, c, 0);
+        hierarchical =
+            fmt::format("; NVLS {:.1f}; NCCL runs {} {}", nvls.seconds * 1e6,
+                        algorithm_name(h.algorithm == Algorithm::Nvls ? h.algorithm : Algorithm::Ring),
+                        plan->protocol().name);
+      }
       if (nodes) {
         CollectiveShape h = shape;
         h.algorithm = Algorithm::Hierarchical;

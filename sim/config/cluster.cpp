@@ -137,8 +137,12 @@ NodeInterior parse_node(const YamlNode& node) {
   YamlNode gl = node["gpu_link"];
   std::string kind = gl["kind"].as_string();
   // pcie: no GPU-to-GPU link at all (traffic crosses the node's PCIe), so it takes no rate of its own.
+  if (kind != "nvswitch" && gl.has("nvls"))
+    gl["nvls"].fail("nvls (reduction in the switch, NVLink SHARP) needs gpu_link kind nvswitch");
   if (kind == "pcie")
     gl.expect_keys({"kind"});
+  else if (kind == "nvswitch")
+    gl.expect_keys({"kind", "bandwidth", "latency", "nvls"});
   else
     gl.expect_keys({"kind", "bandwidth", "latency"});
   const std::pair<const char*, GpuLinkKind> kinds[] = {{"nvlink-mesh", GpuLinkKind::NvlinkMesh},
@@ -151,6 +155,7 @@ NodeInterior parse_node(const YamlNode& node) {
         fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
   in.gpu_link_kind = k->second;
   in.gpu_link = LinkSpec{kind == "pcie" ? Rate{1} : gl["bandwidth"].as_rate(), get_time(gl, "latency")};
+  in.nvls = gl.get_bool("nvls", false);
   in.pcie = parse_link(node["pcie"]);
   return in;
 }

@@ -58,6 +58,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   } else {
     const int64_t g = node->gpus, nics = node->nics;
     const GpuLinkKind kind = node->gpu_link_kind;
+    c.nvls = node->nvls && kind == GpuLinkKind::NvSwitch;
     for (int64_t n = 0; n < nodes; ++n) {
       if ((n & 4095) == 0) throw_if_interrupted();
       int32_t ni = static_cast<int32_t>(n);
@@ -85,6 +86,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       } else if (kind == GpuLinkKind::NvSwitch) {
         VertexId nvs = t.add_vertex(VertexKind::NvSwitch, ni, fmt::format("n{}.nvswitch", n));
         for (int64_t i = 0; i < g; ++i) t.connect(gpu[i], nvs, node->gpu_link, LinkClass::NvLink);
+        c.nvswitches.push_back(nvs);
       }
     }
   }

@@ -22,6 +22,7 @@ struct NodeInterior {
   GpuLinkKind gpu_link_kind = GpuLinkKind::Pcie;
   LinkSpec gpu_link;  // unused for pcie
   LinkSpec pcie;
+  bool nvls = false;  // nvswitch only: the switch reduces and multicasts (NVLink SHARP, NVSwitch gen 3+)
 };
 
 // The cluster section of a scenario (its keys over its topology file's), as the configuration layer parsed
@@ -48,7 +49,9 @@ struct Cluster {
   std::vector<VertexId> gpus;     // rank order
   std::vector<VertexId> cpus;     // one per worker node; the node's first GPU when the node has no interior
   std::vector<VertexId> servers;  // dedicated parameter-server hosts
-  int host_cores = 0;             // cores per host; 0: unlimited
+  std::vector<VertexId> nvswitches;  // one per node whose GPUs meet at an NVSwitch
+  bool nvls = false;                 // those switches reduce in flight (NVLink SHARP)
+  int host_cores = 0;                // cores per host; 0: unlimited
   CommModel comm;
 };
 

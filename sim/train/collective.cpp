@@ -34,6 +34,8 @@ const char* algorithm_name(Algorithm a) {
       return "broadcast";
     case Algorithm::ParameterServer:
       return "ps";
+    case Algorithm::Nvls:
+      return "nvls";
     case Algorithm::Auto:
       return "auto";
   }
@@ -439,6 +441,53 @@ class ParameterServerPlan : public CollectivePlan {
   uint32_t workers_, servers_;
 };
 
+// NVLink SHARP inside one node (NCCL's NVLS allreduce, src/device/all_reduce.h, one node): members 0..G-1 are
+// the GPUs, member G the node's NVSwitch, which sums in flight (multimem.ld_reduce) and writes every result
+// to all GPUs at once (multimem.st). Per GPU and direction that moves n(1 + 1/G) bytes: the switch reads
+// every head's slice from each GPU once (n), and each GPU, the head of one slice in G, fetches its slice's
+// sum and stores it (n/G). NCCL cuts the buffer into loops of channels x G heads x chunk bytes, its chunk
+// by calcCollChunking (src/enqueue.cc: 128 KiB, NCCL_NVLS_CHUNKSIZE, halved to 64, 32 and 16 KiB below 64,
+// 8 and 2 loops' worth of 128 KiB, 64 KiB and 32 KiB chunks). Loop l goes up in round l and its sums come
+// down in round l + 1, so a loop's reduction overlaps the next one's reads.
+class NvlsPlan : public CollectivePlan {
+ public:
+  NvlsPlan(uint32_t g, double n, uint32_t channels)
+      : CollectivePlan(g + 1, loops(n, loop_bytes(n, g, channels)) + 1, n),
+        g_(g),
+        loop_(loop_bytes(n, g, channels)) {}
+  void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
+    const uint32_t k = rounds_ - 1;
+    if (r < g_ && s < k) out.push_back({g_, moved(s)});
+    if (r == g_ && s >= 1)
+      for (uint32_t i = 0; i < g_; ++i) out.push_back({i, moved(s - 1)});
+  }
+  uint32_t receives(uint32_t r, uint32_t s) const override {
+    if (r < g_) return s >= 1 ? 1 : 0;
+    return s + 1 < rounds_ ? g_ : 0;
+  }
+  double reduce_bytes(uint32_t, uint32_t) const override { return 0; }  // in the switch, at line rate
+  // Rounds 1..k-2 move two full loops each; the first, the last two and a short last loop differ.
+  uint32_t round_class(uint32_t s) const override { return s >= 1 && s + 2 < rounds_ ? 1 : s + 2; }
+
+ private:
+  static double loop_bytes(double n, uint32_t g, uint32_t channels) {
+    const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
+    double chunk = 128 * 1024;
+    if (n < 64 * ops * chunk) chunk = 64 * 1024;
+    if (n < 8 * ops * chunk) chunk = 32 * 1024;
+    if (n < 2 * ops * chunk) chunk = 16 * 1024;
+    return ops * chunk;
+  }
+  static uint32_t loops(double n, double loop) {
+    return static_cast<uint32_t>(std::max(1.0, std::ceil(n / loop)));
+  }
+  double moved(uint32_t l) const {  // bytes one GPU sends (or receives) for loop l
+    return std::min(loop_, bytes_ - l * loop_) * (1 + 1.0 / g_);
+  }
+  uint32_t g_;
+  double loop_;
+};
+
 }  // namespace
 
 double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
@@ -474,7 +523,8 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out) {
       {"tree", Algorithm::Tree},
       {"double-tree", Algorithm::DoubleTree},
       {"direct", Algorithm::Direct},
-      {"hierarchical", Algorithm::Hierarchical}};
+      {"hierarchical", Algorithm::Hierarchical},
+      {"nvls", Algorithm::Nvls}};
   for (const auto& [n, a] : kNames)
     if (name == n) {
       out = a;
@@ -550,6 +600,13 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
     case Algorithm::ParameterServer:
       if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");
       return std::make_unique<ParameterServerPlan>(p, c.servers, c.bytes);
+    case Algorithm::Nvls:
+      if (p != c.ranks_per_node || p < 2)
+        throw std::invalid_argument(fmt::format(
+            "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (NVLS across "
+            "nodes, with CollNet or NVLSTree, is not modelled)",
+            p, c.ranks_per_node));
+      return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels));
     case Algorithm::Auto:
       break;
   }

@@ -27,7 +27,8 @@ enum class Algorithm : uint8_t {
   AllGather,        // ring all-gather alone (ZeRO)
   Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
   ParameterServer,  // workers push shards to k servers, servers aggregate, workers pull
-  Auto,             // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
+  Nvls,  // NVLink SHARP inside one node: the NVSwitch (member `ranks`) sums in flight (NCCL's NVLS)
+  Auto,  // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
 };
 const char* algorithm_name(Algorithm a);
 
@@ -99,7 +100,8 @@ struct CollectiveShape {
   // For Ring across nodes: rings in parallel (NCCL's channels), n / channels each, channel c entering every
   // node at local rank c·G/channels (G = ranks_per_node) and leaving it from the rank before, so each channel
   // crosses between nodes through other GPUs and so other NICs. 1: one ring. For Hierarchical, NCCL's
-  // channels for its tuner (the plan itself runs one ring or double tree per local rank between nodes).
+  // channels for its tuner (the plan itself runs one ring or double tree per local rank between nodes). For
+  // Nvls, NCCL's NVLS channels (they set its loop size).
   uint32_t channels = 1;
 };
 

@@ -134,7 +134,7 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
           "GB, more than the {}: fewer nodes, another strategy, or --max-memory to override",
           nodes, p, collective_name(workload.kind), st.label, m.messages, m.bytes / 1e9, limit.text));
   }
-  task.members = cluster.gpus;
+  task.members = plan_members(shape, cluster);
   if (ps) {
     task.first_server = p;
     task.reduce_on_cpu_for_servers = true;

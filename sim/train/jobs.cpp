@@ -37,8 +37,8 @@ std::string ranges(const std::vector<int64_t>& ranks) {
   return out;
 }
 
-// Job j's view of the machine: its nodes' GPUs (rank order) and hosts, and its slice of the dedicated
-// servers; the topology is the machine's.
+// Job j's view of the machine: its nodes' GPUs (rank order), hosts and NVSwitches, and its slice of the
+// dedicated servers; the topology is the machine's.
 Cluster job_view(const Cluster& machine, const std::vector<int64_t>& nodes, uint32_t first_server,
                  uint32_t servers) {
   Cluster v;
@@ -53,7 +53,9 @@ Cluster job_view(const Cluster& machine, const std::vector<int64_t>& nodes, uint
   for (int64_t k : nodes) {
     for (size_t i = 0; i < gpn; ++i) v.gpus.push_back(machine.gpus[static_cast<size_t>(k) * gpn + i]);
     v.cpus.push_back(machine.cpus[static_cast<size_t>(k)]);
+    if (!machine.nvswitches.empty()) v.nvswitches.push_back(machine.nvswitches[static_cast<size_t>(k)]);
   }
+  v.nvls = machine.nvls;
   for (uint32_t s = 0; s < servers; ++s) v.servers.push_back(machine.servers[first_server + s]);
   return v;
 }

@@ -37,6 +37,13 @@ constexpr double kTreeCorrection[3][23] = {
 // Bytes on the wire per payload byte: LL sends 8-byte lines of 4 data bytes and a 4-byte flag, LL128 128-byte
 // lines with 8 bytes of flags.
 constexpr double kWire[3] = {2.0, 128.0 / 120.0, 1.0};
+// NVLS (NVLink SHARP, Simple only): NCCL's efficiency of the switch's reductions relative to NVLink
+// (nvlsEfficiency: Hopper 0.85, Blackwell 0.74; none before Hopper), its latency on one node (hwLatencies,
+// NVLink row, NVLS Simple: 25 us, with base latency 0), and its channels (src/transport/nvls.cc:
+// NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100 32).
+constexpr double kNvlsEfficiency[4] = {0, 0, 0.85, 0.74};
+constexpr double kNvlsLat = 25.0;
+constexpr uint32_t kNvlsChannels[4] = {0, 0, 16, 32};
 
 // The GPU's generation (index into the tables above, and its compute capability), from its datasheet name;
 // -1 for GPUs NCCL does not run on (AMD's use RCCL and its own tuning).
@@ -144,6 +151,32 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   return out;
 }
 
+NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) {
+  NcclEstimate e{"NVLS", -1, {}};
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  if (!c.nvls || gen < 0 || kNvlsEfficiency[gen] <= 0 || shape.ranks < 2 ||
+      shape.ranks != static_cast<uint32_t>(c.gpus_per_node))
+    return e;
+  // NCCL's model: the NVLS channels' NVLink bandwidth x nvlsEfficiency x (channels - 1) / channels, twice
+  // for an allreduce (its reduce-scatter and all-gather halves pipeline), as bus bandwidth.
+  const double ch = kNvlsChannels[gen], p = shape.ranks;
+  const double bus =
+      intra_node_cost(c, shape.bytes / p).rate / 1e9 * kNvlsEfficiency[gen] * (ch - 1) / ch * 2;
+  e.seconds = (kNvlsLat + shape.bytes / (1e3 * bus * p / (2 * (p - 1)))) * 1e-6;
+  // The simulation: the call's latency once, no per-message latency (NVLS keeps its loops in flight), and
+  // the switch's efficiency as NVLink bytes per payload byte.
+  e.messages = MessageProtocol{
+      "NVLS", Time(), Time(), Time::from_seconds(kNvlsLat * 1e-6), 1 / kNvlsEfficiency[gen], 0};
+  return e;
+}
+
+uint32_t nvls_channels(const Cluster& c) {
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  return gen < 0 ? 0 : kNvlsChannels[gen];
+}
+
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
   Algorithm best = Algorithm::Auto;
   double fastest = 0;
@@ -155,10 +188,14 @@ Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
         fastest = e.seconds;
       }
   }
+  if (const NcclEstimate nvls = nccl_nvls_estimate(shape, cluster);
+      nvls.seconds >= 0 && best != Algorithm::Auto && nvls.seconds < fastest)
+    best = Algorithm::Nvls;
   return best;
 }
 
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster) {
+  if (shape.algorithm == Algorithm::Nvls) return nccl_nvls_estimate(shape, cluster).messages;
   MessageProtocol best;
   double fastest = 0;
   for (const NcclEstimate& e : nccl_estimates(shape, cluster))

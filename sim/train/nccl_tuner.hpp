@@ -28,9 +28,15 @@ struct NcclEstimate {
 std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Cluster& cluster);
 // The protocol NCCL's tuner picks for `shape` (the fastest estimate); off when there is none.
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster);
+// NVLS (NVLink SHARP) on one node whose NVSwitch reduces (`gpu_link: {kind: nvswitch, nvls: true}`, a Hopper
+// or later GPU): NCCL's estimate and the protocol its messages run with; seconds < 0 where NCCL cannot run
+// it.
+NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& cluster);
+// NCCL's NVLS channels for the cluster's GPU (they set an NVLS plan's loop size); 0 where it has none.
+uint32_t nvls_channels(const Cluster& cluster);
 // For a Hierarchical `shape`: the algorithm between nodes, Ring or DoubleTree, whose estimate with its best
-// protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Auto when the cluster does
-// not run NCCL's protocols.
+// protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Nvls on one node when NVLS
+// beats both; Auto when the cluster does not run NCCL's protocols.
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster);
 
 }  // namespace ddlsim

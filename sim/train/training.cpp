@@ -407,6 +407,8 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
         "its steps, collectives or data loading take too long (workload.batch_per_gpu, the model's "
         "forward_flops and params, workload.loader, steps, or the cluster's bandwidths and latencies)",
         nodes, kMaxSimulatedSeconds));
+  } catch (const std::invalid_argument& e) {  // a collective the cluster cannot run (e.g. nvls across nodes)
+    st.where.fail(fmt::format("at {} node(s): {}", nodes, e.what()));
   }
 }
 

@@ -13,9 +13,11 @@
 #include <fstream>
 #include <string>
 
+#include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
 #include "sim/train/nccl_tuner.hpp"
+#include "sim/train/strategies/strategy.hpp"
 
 namespace ddlsim {
 namespace {
@@ -407,6 +409,72 @@ TEST(ClosedForm, NcclTunerPicksTheHierarchicalAlgorithmBetweenNodes) {
                  run_collective_workload(named, named.strategies.at(0), nodes).time_s);
     }
   EXPECT_GT(differs, 0);
+}
+
+TEST(ClosedForm, NvlsAllreduceOnOneNode) {
+  // NVLS on one node of G = 4 H100s whose NVSwitch reduces (links B = 100 GB/s each way, efficiency 1): each
+  // GPU moves n(1 + 1/G) bytes each way at B·0.85 (NCCL's Hopper NVLS efficiency, as wire bytes 1/0.85 per
+  // byte), in NCCL's loops of L = 16 channels x G heads x chunk bytes (n = 64 MiB < 64·16·G·128 KiB: 64 KiB
+  // chunks, L = 4 MiB, k = 16 loops). Loop l goes up in round l and comes down in round l + 1, so k + 1
+  // rounds of one loop each way; no per-message latency, NCCL's 25 us once:
+  //   T = 25 us + (k + 1) · L(1 + 1/G) / (0.85·B)
+  // With a 2.5 MiB short last loop (n = 62.5 MiB, k = 16 loops, 15 full) every round moves a full loop one
+  // way or the other except the last, which brings the short one down:
+  //   T = 25 us + (k + 2.5/4) · L(1 + 1/G) / (0.85·B)
+  // (each round's time rounds to the picosecond: 17 rounds, within 20 ps).
+  const double G = 4, B = 100e9, L = 16 * G * 65536, k = 16;
+  auto run_nvls = [&](double n, bool fast, const std::string& strategy) {
+    Scenario sc =
+        scenario_from(fmt::format("name: nvls\n"
+                                  "cluster:\n"
+                                  "  nodes: 1\n"
+                                  "  gpu: h100\n"
+                                  "  node: {{gpus: 4, nics: 1, gpu_link: {{kind: nvswitch, bandwidth: "
+                                  "100GB/s, latency: 1us, nvls: true}},\n"
+                                  "         pcie: {{bandwidth: 50GB/s, latency: 1us}}}}\n"
+                                  "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+                                  "  comm: {{protocols: nccl}}\n"
+                                  "workload: {{collective: allreduce, bytes: {}B}}\n"
+                                  "strategies:\n  - {}\n",
+                                  n, strategy));
+    return run_collective_workload(sc, sc.strategies.at(0), 1, EngineOptions{fast}).time_s;
+  };
+  const double per_loop = L * (1 + 1 / G) / (0.85 * B);
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "nvls"), 25e-6 + (k + 1) * per_loop, 20e-12);
+    EXPECT_NEAR(run_nvls(62.5 * 1048576.0, fast, "nvls"), 25e-6 + (k + 2.5 / 4) * per_loop, 20e-12);
+    // NCCL's tuner runs NVLS here too (its estimate 658 us against the ring's 1035 us with Simple).
+    EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "{name: hierarchical, inter_node: auto}"),
+                25e-6 + (k + 1) * per_loop, 20e-12);
+  }
+}
+
+TEST(ClosedForm, NcclTunerPicksNvlsAboveItsLatency) {
+  // One DGX H100 (NVSwitches that reduce): NCCL's tuner runs the ring with LL where its 15 us beat NVLS's 25
+  // us, and NVLS from where NVLS's bandwidth repays its latency (between 256 KiB and 2 MiB, `ddlsim describe`
+  // on scenarios/dgx-h100-nccl-tests.yaml). Without nvls in the topology the same node runs the ring.
+  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+                                            "/topologies/dgx-h100-ndr-fattree.yaml, nodes: 1}\n",
+                                        "h100.yaml");
+  ClusterConfig config = parse_cluster(root["cluster"], false);
+  Cluster c = build_cluster(config, 1);
+  auto chosen = [&](const Cluster& cl, double bytes) {
+    CollectiveShape shape;
+    shape.algorithm = Algorithm::Hierarchical;
+    shape.inter_node = Algorithm::Auto;
+    shape.ranks = 8;
+    shape.ranks_per_node = 8;
+    shape.bytes = bytes;
+    cluster_plan(shape, cl, 0);
+    return shape.algorithm;
+  };
+  EXPECT_EQ(chosen(c, 256 * 1024.0), Algorithm::Hierarchical);
+  EXPECT_EQ(chosen(c, 2 * 1048576.0), Algorithm::Nvls);
+  EXPECT_EQ(chosen(c, 1 << 30), Algorithm::Nvls);
+  config.node->nvls = false;
+  Cluster plain = build_cluster(config, 1);
+  EXPECT_EQ(chosen(plain, 1 << 30), Algorithm::Hierarchical);
 }
 
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {

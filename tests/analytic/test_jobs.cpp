@@ -241,3 +241,25 @@ TEST(Jobs, PsIncastSlowsANeighbourOnItsServersLeafByTheClosedForm) {
   EXPECT_NEAR(n.step_shared_s, r.jobs.at(0).step_alone_s, 1e-9 * n.step_shared_s);
   EXPECT_NEAR(n.step_shared_s - n.step_alone_s, 3 * 40e6 / 25e9, 1e-9);
 }
+
+TEST(Jobs, NvlsJobsReduceInTheirOwnNodesSwitch) {
+  // Two 1-node jobs on two nodes of 4 H100s whose NVSwitches reduce, each allreducing with NVLS: each job's
+  // collective runs through its own node's switch, so the two jobs are alike and never share a link
+  // (through node 0's switch the second job's messages would cross the fabric).
+  const std::string cluster =
+      "{nodes: 2, gpu: h100, node: {gpus: 4, nics: 1, gpu_link: {kind: nvswitch, bandwidth: 100GB/s, "
+      "latency: "
+      "1us, nvls: true}, pcie: {bandwidth: 50GB/s, latency: 1us}}, network: {kind: star, link: {bandwidth: "
+      "25GB/s, latency: 1us}}}";
+  std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("ddlsim-jobs-nvls-{}.yaml", getpid())).string();
+  std::ofstream(path) << "name: jobs\ncluster: " << cluster << "\njobs:\n"
+                      << job("a", "{name: ddp, algorithm: nvls}", "[0]")
+                      << job("b", "{name: ddp, algorithm: nvls}", "[1]");
+  Scenario sc = load_scenario(path, {});
+  std::filesystem::remove(path);
+  JobsOutcome o = run_jobs(sc, one_thread());
+  ASSERT_EQ(o.jobs.size(), 2u);
+  EXPECT_EQ(o.jobs[0].step_alone_s, o.jobs[1].step_alone_s);
+  for (const auto& r : o.jobs) EXPECT_EQ(r.step_shared_s, r.step_alone_s);
+}

@@ -80,7 +80,9 @@ Algorithm parse_inter_node(const OptionReader& o, const std::string& key) {
   Algorithm a;
   std::string v = o.text(key);
   if (v == "auto") return Algorithm::Auto;
-  if (allreduce_algorithm(v, a) && a != Algorithm::Direct && a != Algorithm::Hierarchical) return a;
+  if (allreduce_algorithm(v, a) && a != Algorithm::Direct && a != Algorithm::Hierarchical &&
+      a != Algorithm::Nvls)
+    return a;
   o.fail(key, "inter_node must be ring, rhd, tree, double-tree or auto");
 }
 
@@ -112,8 +114,13 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
   if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.channels = ring_channels(cluster, channels);
   if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
-    // With NCCL's protocols, NCCL's tuner picks ring or tree; otherwise the α-β estimate of the two plans.
+    // With NCCL's protocols, NCCL's tuner picks ring, tree or (one node) NVLS; otherwise the α-β estimate of
+    // ring and tree.
     shape.inter_node = nccl_inter_node(shape, cluster);
+    if (shape.inter_node == Algorithm::Nvls) {
+      shape.algorithm = Algorithm::Nvls;
+      shape.inter_node = Algorithm::Ring;
+    }
     if (shape.inter_node == Algorithm::Auto) {
       MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
       shape.alpha = cost.alpha;
@@ -121,9 +128,23 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
       shape.inter_node = resolve_inter_node(shape);
     }
   }
+  if (shape.algorithm == Algorithm::Nvls) {
+    shape.channels = nvls_channels(cluster);  // make_plan refuses more than one node
+    if (!cluster.nvls || shape.channels == 0)
+      throw std::invalid_argument(
+          "nvls needs GPUs that meet at an NVSwitch which reduces (gpu_link: {kind: nvswitch, nvls: true}) "
+          "and "
+          "a Hopper or later GPU");
+  }
   std::unique_ptr<CollectivePlan> plan = make_plan(shape);
   plan->set_protocol(nccl_protocol(shape, cluster));
   return plan;
+}
+
+std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluster& cluster) {
+  std::vector<VertexId> members = cluster.gpus;
+  if (resolved.algorithm == Algorithm::Nvls) members.push_back(cluster.nvswitches.at(0));
+  return members;
 }
 
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested) {
@@ -215,12 +236,12 @@ TaskId StepContext::collective(Algorithm a, double bytes, const char* label, std
     CollectiveShape shape{a, workers, static_cast<uint32_t>(cluster.gpus_per_node), 0, bytes, inter_node};
     std::shared_ptr<const CollectivePlan> plan = cluster_plan(shape, cluster, channels);
     bool safe = fast_path_safe(*plan, cluster);
-    it = plans_.emplace(key, std::make_pair(std::move(plan), safe)).first;
+    it = plans_.emplace(key, CachedPlan{std::move(plan), plan_members(shape, cluster), safe}).first;
   }
   CollectiveTask t;
-  t.plan = it->second.first;
-  t.members = cluster.gpus;
-  t.isolated = it->second.second;
+  t.plan = it->second.plan;
+  t.members = it->second.members;
+  t.isolated = it->second.safe;
   t.launch = std::move(launch);
   return graph.add_collective(std::move(t), step, graph.label(label));
 }

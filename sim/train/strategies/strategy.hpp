@@ -90,12 +90,16 @@ Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 
 // The plan of an allreduce shape on `cluster` as the collective library runs it. A hierarchical shape with
 // inter_node auto chooses its plan between nodes as NCCL's tuner does when the cluster runs NCCL's protocols
-// (nccl_inter_node), else from an α-β estimate with the cluster's inter-node message overhead and flow rate
-// for its message size (n / p); `shape` keeps the choice. A ring (and NCCL's tuner for a hierarchical one)
-// gets its channels (ring_channels of `channels`), and the plan NCCL's protocol when the cluster runs them.
-// Throws std::invalid_argument as make_plan.
+// (nccl_inter_node, which on one node of an NVSwitch that reduces may choose NVLS: `shape` then becomes an
+// Nvls one), else from an α-β estimate with the cluster's inter-node message overhead and flow rate for its
+// message size (n / p); `shape` keeps the choice. An Nvls shape needs such a node (else invalid_argument). A
+// ring (and NCCL's tuner for a hierarchical one) gets its channels (ring_channels of `channels`), and the
+// plan NCCL's protocol when the cluster runs them. Throws std::invalid_argument as make_plan.
 std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
                                              uint32_t channels);
+// The vertices of a plan's members on `cluster` for a shape cluster_plan resolved: its GPUs, and for NVLS the
+// node's NVSwitch after them.
+std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluster& cluster);
 // A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
 // of a node leave it through (as NCCL builds at least one ring per NIC), at most the GPUs of a node.
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
@@ -148,8 +152,13 @@ class StepContext {
   double update_time(double fraction) const;
 
  private:
-  // Plans by (algorithm, bytes), each with whether the fast path may run it (fast_path_safe).
-  std::map<std::pair<int, double>, std::pair<std::shared_ptr<const CollectivePlan>, bool>> plans_;
+  // Plans by (algorithm, bytes), each with its members and whether the fast path may run it.
+  struct CachedPlan {
+    std::shared_ptr<const CollectivePlan> plan;
+    std::vector<VertexId> members;
+    bool safe;
+  };
+  std::map<std::pair<int, double>, CachedPlan> plans_;
 };
 
 class StepBuilder {
