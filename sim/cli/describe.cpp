@@ -121,10 +121,8 @@ int describe_command(const std::vector<std::string>& args) {
         h.algorithm = Algorithm::Hierarchical;
         h.inter_node = Algorithm::Auto;
         std::unique_ptr<CollectivePlan> plan = cluster_plan(h, c, 0);
-        hierarchical =
-            fmt::format("; NVLS {:.1f}; NCCL runs {} {}", nvls.seconds * 1e6,
-                        algorithm_name(h.algorithm == Algorithm::Nvls ? h.algorithm : Algorithm::Ring),
-                        plan->protocol().name);
+        hierarchical = fmt::format("; NVLS {:.1f}; NCCL runs {} {}", nvls.seconds * 1e6,
+                                   h.algorithm == Algorithm::Nvls ? "nvls" : "ring", plan->protocol().name);
       }
       if (nodes) {
         CollectiveShape h = shape;

@@ -37,6 +37,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"double-tree", flat, configure_flat_allreduce, allreduce_builder},
       {"direct", flat, configure_flat_allreduce, allreduce_builder},
       {"hierarchical", flat, configure_flat_allreduce, allreduce_builder},
+      {"nvls", flat, configure_flat_allreduce, allreduce_builder},
   };
   return entries;
 }
