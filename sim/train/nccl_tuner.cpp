@@ -164,10 +164,15 @@ NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) 
   const double bus =
       intra_node_cost(c, shape.bytes / p).rate / 1e9 * kNvlsEfficiency[gen] * (ch - 1) / ch * 2;
   e.seconds = (kNvlsLat + shape.bytes / (1e3 * bus * p / (2 * (p - 1)))) * 1e-6;
-  // The simulation: the call's latency once, no per-message latency (NVLS keeps its loops in flight), and
-  // the switch's efficiency as NVLink bytes per payload byte.
-  e.messages = MessageProtocol{
-      "NVLS", Time(), Time(), Time::from_seconds(kNvlsLat * 1e-6), 1 / kNvlsEfficiency[gen], 0};
+  // The simulation: the call's latency once; per loop (each message), Simple's NVLink step latency as NCCL
+  // prices a ring's step (NVLS moves each loop's chunks through Simple's FIFO, one fence and flag per step);
+  // and the switch's efficiency as NVLink bytes per payload byte.
+  e.messages = MessageProtocol{"NVLS",
+                               Time::from_seconds(kHwLat[kNvLink][kRing][kSimple] * 1e-6),
+                               Time(),
+                               Time::from_seconds(kNvlsLat * 1e-6),
+                               1 / kNvlsEfficiency[gen],
+                               0};
   return e;
 }
 

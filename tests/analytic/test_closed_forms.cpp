@@ -416,11 +416,12 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
   // GPU moves n(1 + 1/G) bytes each way at B·0.85 (NCCL's Hopper NVLS efficiency, as wire bytes 1/0.85 per
   // byte), in NCCL's loops of L = 16 channels x G heads x chunk bytes (n = 64 MiB < 64·16·G·128 KiB: 64 KiB
   // chunks, L = 4 MiB, k = 16 loops). Loop l goes up in round l and comes down in round l + 1, so k + 1
-  // rounds of one loop each way; no per-message latency, NCCL's 25 us once:
-  //   T = 25 us + (k + 1) · L(1 + 1/G) / (0.85·B)
+  // rounds of one loop each way, each message after Simple's NVLink step latency s = 3.4 us, NCCL's 25 us
+  // once:
+  //   T = 25 us + (k + 1) · (s + L(1 + 1/G) / (0.85·B))
   // With a 2.5 MiB short last loop (n = 62.5 MiB, k = 16 loops, 15 full) every round moves a full loop one
   // way or the other except the last, which brings the short one down:
-  //   T = 25 us + (k + 2.5/4) · L(1 + 1/G) / (0.85·B)
+  //   T = 25 us + (k + 1)·s + (k + 2.5/4) · L(1 + 1/G) / (0.85·B)
   // (each round's time rounds to the picosecond: 17 rounds, within 20 ps).
   const double G = 4, B = 100e9, L = 16 * G * 65536, k = 16;
   auto run_nvls = [&](double n, bool fast, const std::string& strategy) {
@@ -439,14 +440,15 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
                                   n, strategy));
     return run_collective_workload(sc, sc.strategies.at(0), 1, EngineOptions{fast}).time_s;
   };
-  const double per_loop = L * (1 + 1 / G) / (0.85 * B);
+  const double per_loop = L * (1 + 1 / G) / (0.85 * B), step = 3.4e-6;
   for (bool fast : {true, false}) {
     SCOPED_TRACE(fast);
-    EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "nvls"), 25e-6 + (k + 1) * per_loop, 20e-12);
-    EXPECT_NEAR(run_nvls(62.5 * 1048576.0, fast, "nvls"), 25e-6 + (k + 2.5 / 4) * per_loop, 20e-12);
+    EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "nvls"), 25e-6 + (k + 1) * (step + per_loop), 20e-12);
+    EXPECT_NEAR(run_nvls(62.5 * 1048576.0, fast, "nvls"), 25e-6 + (k + 1) * step + (k + 2.5 / 4) * per_loop,
+                20e-12);
     // NCCL's tuner runs NVLS here too (its estimate 658 us against the ring's 1035 us with Simple).
     EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "{name: hierarchical, inter_node: auto}"),
-                25e-6 + (k + 1) * per_loop, 20e-12);
+                25e-6 + (k + 1) * (step + per_loop), 20e-12);
   }
 }
 
