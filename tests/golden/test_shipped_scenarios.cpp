@@ -120,6 +120,22 @@ TEST(ShippedScenarios, DescribePrintsNcclsChoicePerSize) {
   EXPECT_NE(out.find("hierarchical: double-tree LL\n"), std::string::npos) << out;
 }
 
+TEST(ShippedScenarios, DescribePrintsWhereNcclRunsNvls) {
+  // One DGX H100, whose NVSwitches reduce: NCCL's tuner prefers the ring with LL while its latency (15 us)
+  // beats NVLS's 25 us, and NVLS once NVLS's bandwidth repays it (2 MiB and up in describe's sizes).
+  auto [status, out] = ddlsim_test::run_ddlsim(
+      "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/topologies/dgx-h100-ndr-fattree.yaml' --nodes 1",
+      ddlsim_test::Capture::Both);
+  ASSERT_EQ(status, 0) << out;
+  auto line = [&](const std::string& size) {
+    size_t at = out.find(" " + size + "  ");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(line("256 KiB").find("NCCL runs ring LL"), std::string::npos) << out;
+  EXPECT_NE(line("2 MiB").find("NCCL runs nvls NVLS"), std::string::npos) << out;
+  EXPECT_NE(line("8 GiB").find("NCCL runs nvls NVLS"), std::string::npos) << out;
+}
+
 TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
   // A star of one-GPU hosts has no two GPUs in one node, so the intra-node comm class never applies.
   auto [status, out] = ddlsim_test::run_ddlsim(
