@@ -53,7 +53,9 @@ Record collective_record(const CollectiveResult& r, bool stats) {
              {"bytes", static_cast<int64_t>(r.bytes)},
              {"collective_time_s", r.time_s},
              {"algbw_GBps", r.algbw / 1e9},
-             {"busbw_GBps", r.busbw / 1e9}};
+             {"busbw_GBps", r.busbw / 1e9},
+             {"algorithm", r.algorithm},
+             {"protocol", r.protocol}};
   if (stats) {
     rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
     rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
@@ -218,11 +220,11 @@ int run_command(const std::vector<std::string>& args) {
   CommandSpec spec = run_spec("run", "SCENARIO.yaml [options]",
                               "Simulates every strategy listed in the scenario at every node count in "
                               "cluster.nodes (a number or a list).\n"
-                              "A collective workload reports time, algbw and busbw (nccl-tests definitions); "
-                              "a training workload reports\n"
-                              "step time, throughput, speed-up and efficiency relative to reference_gpus, "
-                              "time to train and the time\n"
-                              "shares.");
+                              "A collective workload reports time, algbw and busbw (nccl-tests definitions) "
+                              "and the algorithm\n"
+                              "and protocol that ran; a training workload reports step time, throughput, "
+                              "speed-up and efficiency\n"
+                              "relative to reference_gpus, time to train and the time shares.");
   std::optional<Args> a = parse_command(args, spec);
   if (!a) return 0;
   return run_scenario(a->positional[0], *a, nullptr);

@@ -90,7 +90,8 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
   report.scenario_file = sc.file;
   report.title = fmt::format("{}: allreduce vs {}", sc.name, measured);
   report.table_columns = {"strategy",     "gpus",           "bytes",           "measured_us",
-                          "simulated_us", "measured_busbw", "simulated_busbw", "rel_error"};
+                          "simulated_us", "measured_busbw", "simulated_busbw", "rel_error",
+                          "algorithm",    "protocol"};
   EngineOptions options{!a.has("no-fast")};
   bool exceeded = false;
   for (const Strategy& st : sc.strategies) {
@@ -112,7 +113,9 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
                                 {"simulated_us", r.time_s * 1e6},
                                 {"measured_busbw", measured_busbw / 1e9},
                                 {"simulated_busbw", r.busbw / 1e9},
-                                {"rel_error", err}});
+                                {"rel_error", err},
+                                {"algorithm", r.algorithm},
+                                {"protocol", r.protocol}});
     }
     const double med = median(errors);
     report.notes.push_back(fmt::format("{}: {} sizes, median |busbw error| {:.3f}, max {:.3f} (at {})",

@@ -143,6 +143,7 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
                                                  : cluster.cpus[j % cluster.cpus.size()]);
   }
   task.isolated = fast_path_safe(*task.plan, cluster);
+  const std::string protocol = task.plan->protocol().on() ? task.plan->protocol().name : "-";
   TaskGraph graph;
   graph.add_collective(std::move(task), 0, graph.label(st.label));
   graph.finalize();
@@ -156,6 +157,10 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   r.time_s = t.seconds();
   r.algbw = r.time_s > 0 ? workload.bytes / r.time_s : 0;
   r.busbw = r.algbw * bus_factor(workload.kind, p);
+  r.algorithm = shape.algorithm == Algorithm::Hierarchical
+                    ? fmt::format("hierarchical/{}", algorithm_name(shape.inter_node))
+                    : algorithm_name(shape.algorithm);
+  r.protocol = protocol;
   r.stats = engine.stats();
   r.links = top_links(engine, cluster.topo, t, top);
   return r;

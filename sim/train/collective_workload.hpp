@@ -17,6 +17,10 @@ struct CollectiveResult {
   double time_s = 0;
   double algbw = 0;  // bytes / time
   double busbw = 0;  // algbw * nccl-tests bus factor (2(p-1)/p for allreduce)
+  // What ran: the algorithm as resolved on the cluster (a hierarchical one with the algorithm between its
+  // nodes, e.g. "hierarchical/double-tree"; `auto` as NCCL's tuner chose, possibly "nvls") and the collective
+  // library's protocol ("-" with the comm model alone).
+  std::string algorithm, protocol;
   EngineStats stats;
   std::vector<LinkLoad> links;  // the `top_links` most-loaded links
 };

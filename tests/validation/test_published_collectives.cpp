@@ -20,6 +20,7 @@ namespace {
 struct Size {
   std::string strategy;
   double bytes, measured_busbw, rel_error;
+  std::string algorithm, protocol;  // what ran
 };
 
 // The rows of `strategy` in `ddlsim validate SCENARIO --measured MEASURED LAYOUT`.
@@ -34,7 +35,8 @@ std::vector<Size> validate(const std::string& scenario, const std::string& measu
   for (const auto& r : t.rows)
     if (r[t.column("strategy")] == strategy)
       sizes.push_back({strategy, std::stod(r[t.column("bytes")]), std::stod(r[t.column("measured_busbw")]),
-                       std::stod(r[t.column("rel_error")])});
+                       std::stod(r[t.column("rel_error")]), r[t.column("algorithm")],
+                       r[t.column("protocol")]});
   return sizes;
 }
 
@@ -62,6 +64,9 @@ TEST(PublishedCollectives, AwsP4deTwoNodesOverEfa) {
                                      "--ranks 16 --ranks-per-node 8");
   ASSERT_EQ(sizes.size(), 29u);
   EXPECT_EQ(hold(sizes), 7);  // 32 MiB to 2 GiB
+  // What NCCL's tuner runs there: the double tree with LL at 8 B, the ring with Simple at 2 GiB.
+  EXPECT_EQ(sizes.front().algorithm + " " + sizes.front().protocol, "hierarchical/double-tree LL");
+  EXPECT_EQ(sizes.back().algorithm + " " + sizes.back().protocol, "hierarchical/ring Simple");
 }
 
 TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
@@ -72,6 +77,7 @@ TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
   std::vector<Size> sizes = validate("dgx-h100-nccl-tests.yaml", "nccl-tests/dgx-h100-1node-nvls.txt", "");
   ASSERT_EQ(sizes.size(), 6u);
   EXPECT_EQ(hold(sizes), 6);
+  for (const Size& s : sizes) EXPECT_EQ(s.algorithm + " " + s.protocol, "nvls NVLS") << s.bytes << " B";
   for (const Size& s : validate("dgx-h100-nccl-tests.yaml", "nccl-tests/dgx-h100-1node-nvls.txt", "", "ring"))
     EXPECT_GT(s.rel_error, 0.2) << s.bytes << " B";
 }
