@@ -82,4 +82,22 @@ TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
     EXPECT_GT(s.rel_error, 0.2) << s.bytes << " B";
 }
 
+TEST(PublishedCollectives, H800OneNodeWithNvlsOutOfSample) {
+  // The same node with the H800's NVLink, 200 GB/s each way (8 NVLink 4 links) and nothing else changed:
+  // NVIDIA/nccl#1374 reports an NVLS allreduce busbw of 215 GB/s on 8 H800 at large sizes. The model, fitted
+  // to nothing there: 200·0.822·0.85 / (1 + 1/8) GB/s algbw at the plateau, busbw x 2·7/8 = 217 GB/s, less
+  // the per-loop step latency: within 5%.
+  auto o = ddlsim_test::run_ddlsim(
+      "run '" + std::string(DDLSIM_SOURCE_DIR) +
+      "/scenarios/dgx-h100-nccl-tests.yaml' --format csv --set workload.bytes=8GiB --set 'strategies=[{name: "
+      "hierarchical, label: nccl, inter_node: auto}]' --set 'cluster.node={gpus: 8, nics: 8, gpu_link: "
+      "{kind: "
+      "nvswitch, bandwidth: 200GB/s, latency: 1us, nvls: true}, pcie: {bandwidth: 63GB/s, latency: 0.5us}}'");
+  ASSERT_EQ(o.status, 0) << o.out;
+  CsvTable t = parse_csv(o.out, "run output");
+  ASSERT_EQ(t.rows.size(), 1u) << o.out;
+  EXPECT_EQ(t.rows[0][t.column("algorithm")], "nvls");
+  EXPECT_NEAR(std::stod(t.rows[0][t.column("busbw_GBps")]), 215, 0.05 * 215);
+}
+
 }  // namespace
