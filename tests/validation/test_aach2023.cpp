@@ -224,10 +224,10 @@ TEST(HorovodGuide, TensorFlowParameterServersStillMiss) {
   // "Twice faster than the standard distributed TensorFlow": TF-PS at 0.88 / 2 = 0.44 on 128 GPUs. The
   // scenario's PS is the baseline's set-up (tf_cnn_benchmarks: towers averaged on the worker host, greedy
   // placement of whole variables, TF 1.3 serving every tensor a process sends from one thread at ~0.24 GB/s,
-  // SyncReplicasOptimizer's barrier). The server holding the 8 MB logits layer sends it to 32 workers per
-  // step through that thread, so it simulates at 0.24: below Horovod, as the guide says, but further below
-  // than measured. Checked to still miss, so a model change that closes the gap is noticed and the point
-  // moves into the held test above.
+  // SyncReplicasOptimizer's barrier). The busiest server (10.5 MB of variables, the 8 MB logits layer among
+  // them) sends them to 32 workers per step through that thread, so it simulates at 0.24: below Horovod, as
+  // the guide says, but further below than measured. Checked to still miss, so a model change that closes the
+  // gap is noticed and the point moves into the held test above.
   auto o = ddlsim_test::run_ddlsim("validate '" + std::string(DDLSIM_SOURCE_DIR) +
                                    "/scenarios/horovod-guide-128gpu.yaml' --measured '" + DDLSIM_SOURCE_DIR +
                                    "/scenarios/measured/horovod_guide.csv' --format csv");
