@@ -151,12 +151,17 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   return out;
 }
 
+uint32_t nvls_channels(const Cluster& c) {
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  return c.nvls && gen >= 0 ? kNvlsChannels[gen] : 0;
+}
+
 NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) {
   NcclEstimate e{"NVLS", -1, {}};
   int compcap = 0;
   const int gen = generation(c.gpu.name, compcap);
-  if (!c.nvls || gen < 0 || kNvlsEfficiency[gen] <= 0 || shape.ranks < 2 ||
-      shape.ranks != static_cast<uint32_t>(c.gpus_per_node))
+  if (nvls_channels(c) == 0 || shape.ranks < 2 || shape.ranks != static_cast<uint32_t>(c.gpus_per_node))
     return e;
   // NCCL's model: the NVLS channels' NVLink bandwidth x nvlsEfficiency x (channels - 1) / channels, twice
   // for an allreduce (its reduce-scatter and all-gather halves pipeline), as bus bandwidth.
@@ -174,12 +179,6 @@ NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) 
                                1 / kNvlsEfficiency[gen],
                                0};
   return e;
-}
-
-uint32_t nvls_channels(const Cluster& c) {
-  int compcap = 0;
-  const int gen = generation(c.gpu.name, compcap);
-  return gen < 0 ? 0 : kNvlsChannels[gen];
 }
 
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {

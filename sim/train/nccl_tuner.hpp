@@ -32,7 +32,8 @@ MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& clust
 // or later GPU): NCCL's estimate and the protocol its messages run with; seconds < 0 where NCCL cannot run
 // it.
 NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& cluster);
-// NCCL's NVLS channels for the cluster's GPU (they set an NVLS plan's loop size); 0 where it has none.
+// NCCL's NVLS channels for the cluster's GPU (they set an NVLS plan's loop size); 0 where NVLS cannot run:
+// no NVSwitch that reduces, or a GPU before Hopper.
 uint32_t nvls_channels(const Cluster& cluster);
 // For a Hierarchical `shape`: the algorithm between nodes, Ring or DoubleTree, whose estimate with its best
 // protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Nvls on one node when NVLS

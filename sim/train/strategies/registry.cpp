@@ -131,11 +131,11 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
   }
   if (shape.algorithm == Algorithm::Nvls) {
     shape.channels = nvls_channels(cluster);  // make_plan refuses more than one node
-    if (!cluster.nvls || shape.channels == 0)
+    if (shape.channels == 0)
       throw std::invalid_argument(
           "nvls needs GPUs that meet at an NVSwitch which reduces (gpu_link: {kind: nvswitch, nvls: true}) "
-          "and "
-          "a Hopper or later GPU");
+          "and a "
+          "Hopper or later GPU");
   }
   std::unique_ptr<CollectivePlan> plan = make_plan(shape);
   plan->set_protocol(nccl_protocol(shape, cluster));
