@@ -3,6 +3,7 @@
 // how many it receives and how many bytes it reduces before it may start round s+1. The engine runs a plan
 // either message by message on the flow network, or (when provably identical) with the closed max-plus
 // recursion.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -78,8 +79,33 @@ class CollectivePlan {
   uint64_t message_count() const;
   const MessageProtocol& protocol() const { return protocol_; }
   void set_protocol(const MessageProtocol& p) { protocol_ = p; }
+  // NCCL's kernels sum what a member received in round s as they send round s+1 (receive-reduce-send, one
+  // pass over each slice): under NCCL's protocols that reduction overlaps round s+1 (RoundReduction::carry)
+  // instead of delaying it. Other libraries, and every plan's last round, reduce between rounds.
+  bool fuses_reductions() const { return protocol_.on(); }
+  // The protocol of a message `snd` of a round that carries a fused reduction of `carry` seconds: its
+  // channels' bound, and no faster than that reduction (the data it sends is the data being summed).
+  MessageProtocol message_protocol(const Send& snd, double carry) const {
+    MessageProtocol p = protocol_.carrying(snd.channels);
+    if (carry > 0) {
+      double pace = snd.bytes / carry;
+      p.rate_cap = p.rate_cap > 0 ? std::min(p.rate_cap, pace) : pace;
+    }
+    return p;
+  }
+  // round_class for the engine's skipping of repeated rounds: with fused reductions a round also depends on
+  // its neighbours (the reduction it carries, whether a round takes its own over), so only a round between
+  // two of its class keeps the class; the others get one of their own.
+  uint32_t step_class(uint32_t s) const {
+    uint32_t c = round_class(s);
+    if (!fuses_reductions() ||
+        (s > 0 && s + 1 < rounds_ && round_class(s - 1) == c && round_class(s + 1) == c))
+      return c;
+    return kEdgeClass + s;
+  }
 
  protected:
+  static constexpr uint32_t kEdgeClass = 1u << 31;  // above every plan's own classes
   CollectivePlan(uint32_t members, uint32_t rounds, double bytes)
       : members_(members), rounds_(rounds), bytes_(bytes) {}
   uint32_t members_;

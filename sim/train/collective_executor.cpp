@@ -27,6 +27,9 @@ struct CollectiveExecutor::Run {
   std::vector<uint32_t> free_messages;
   uint32_t done = 0;
   std::vector<Send> scratch;
+  // Per member, for its current round: when the reduction it carries ends (round_reduction), and the
+  // reduction after it.
+  std::vector<Time> carried, after;
   // Recording: the collective started alone on an idle network, so its flow-model run is recorded for
   // replays (unless other flows turn out to have shared the network meanwhile).
   bool recording = false;
@@ -65,12 +68,9 @@ CollectiveExecutor::CollectiveExecutor(Transport& transport, EventQueue& events,
 
 CollectiveExecutor::~CollectiveExecutor() = default;
 
-Time CollectiveExecutor::reduce_delay(const Run& run, uint32_t member, uint32_t round) const {
-  double bytes = run.plan->reduce_bytes(member, round);
-  if (bytes <= 0) return Time();
-  bool cpu = run.spec->reduce_on_cpu_for_servers && member >= run.spec->first_server;
-  return Time::from_seconds(
-      transport_.comm().reduce_seconds(bytes, run.plan->reduce_operand(member, round), cpu));
+// Member m's sends and receives of its round are done at `now`: the time until it may enter the next one.
+Time CollectiveExecutor::reduce_delay(const Run& run, uint32_t m, Time now) const {
+  return std::max(Time(), run.carried[m] - now) + run.after[m];
 }
 
 // The fast path needs the collective's isolation promise and an idle network; it then owns the network until
@@ -104,6 +104,8 @@ void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, 
   run->round.assign(p, 0);
   run->sends_left.assign(p, 0);
   run->recvs_left.assign(p, 0);
+  run->carried.assign(p, Time());
+  run->after.assign(p, Time());
   uint32_t id = static_cast<uint32_t>(runs_.size());
   if (fast && alone(spec, now)) {  // the fast path declined: record this run for the next ones
     run->recording = true;
@@ -148,6 +150,9 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
     }
   }
   run.recvs_left[m] = recvs;
+  const RoundReduction reduction = round_reduction(*run.spec, transport_.comm(), m, s);
+  run.carried[m] = now + Time::from_seconds(reduction.carry);
+  run.after[m] = Time::from_seconds(reduction.after);
   for (const Send& snd : run.scratch) {
     uint32_t slot;
     if (run.free_messages.empty()) {
@@ -165,7 +170,7 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
       run.messages[slot].parts =
-          transport_.send(src, dst, snd.bytes, tag, now, run.plan->protocol().carrying(snd.channels),
+          transport_.send(src, dst, snd.bytes, tag, now, run.plan->message_protocol(snd, reduction.carry),
                           run.unbound.empty() ? nullptr : &run.unbound);
       run.parts += run.messages[slot].parts;
     }
@@ -201,7 +206,7 @@ void CollectiveExecutor::enter_round(uint32_t id, uint32_t m, uint32_t s, Time n
     if (run.recording) note_entry(run, m, now);
     send_round(id, run, m, s, now);
     if (run.sends_left[m] > 0 || run.recvs_left[m] > 0) return;
-    Time delay = reduce_delay(run, m, s);
+    Time delay = reduce_delay(run, m, now);
     if (delay > Time()) {
       round_done_at(run, id, m, now + delay);
       return;
@@ -268,7 +273,8 @@ bool CollectiveExecutor::snapshot(uint32_t id, const Run& run, uint32_t s, Time 
     out.low = std::min(out.low, r);
     out.high = std::max(out.high, r);
     int64_t reducing = run.reducing[m] == Time::max() ? -1 : (run.reducing[m] - now).picoseconds();
-    out.state.insert(out.state.end(), {rel(r), run.sends_left[m], run.recvs_left[m], reducing});
+    int64_t carried = run.carried[m] > now ? (run.carried[m] - now).picoseconds() : -1;
+    out.state.insert(out.state.end(), {rel(r), run.sends_left[m], run.recvs_left[m], reducing, carried});
   }
   std::vector<std::array<int64_t, 5>> messages;
   for (const Message& g : run.messages) {
@@ -339,8 +345,8 @@ uint32_t CollectiveExecutor::skip_periods(uint32_t id, Run& run, uint32_t s, Tim
   if (!prev->has_usage) return 0;
   // The period used rounds prev->low .. high+1 (member 0 enters s now); each period more uses one round
   // more, so every round from prev->low to the last one used must be of one class.
-  uint32_t last = prev->low, cls = plan.round_class(prev->low);
-  while (last + 1 < plan.rounds() && plan.round_class(last + 1) == cls) ++last;
+  uint32_t last = prev->low, cls = plan.step_class(prev->low);
+  while (last + 1 < plan.rounds() && plan.step_class(last + 1) == cls) ++last;
   uint32_t used = std::max(now_state.high, s) + 1;
   if (last <= used) return 0;
   uint32_t k = last - used;
@@ -386,7 +392,7 @@ void CollectiveExecutor::record(const Run& run, Time now) {
 
 void CollectiveExecutor::round_complete(uint32_t id, uint32_t m, Time now) {
   Run& run = *runs_[id];
-  Time delay = reduce_delay(run, m, run.round[m]);
+  Time delay = reduce_delay(run, m, now);
   if (delay > Time()) {
     round_done_at(run, id, m, now + delay);
     return;

@@ -73,7 +73,7 @@ class CollectiveExecutor {
   void enter_round(uint32_t run, uint32_t member, uint32_t round, Time now);
   void send_round(uint32_t id, Run& run, uint32_t member, uint32_t round, Time now);
   void round_complete(uint32_t run, uint32_t member, Time now);
-  Time reduce_delay(const Run& run, uint32_t member, uint32_t round) const;
+  Time reduce_delay(const Run& run, uint32_t member, Time now) const;
   void round_done_at(Run& run, uint32_t id, uint32_t member, Time t);
   void note_entry(Run& run, uint32_t member, Time now);
   std::vector<char> unbound_links(const Run& run);

@@ -7,7 +7,8 @@
 namespace ddlsim {
 
 // Max-plus evaluation of a round plan when every message gets its standalone rate: a member starts round s+1
-// at max(its sends' ends, its receives' ends) + reduce time. That holds exactly iff, on every link and at
+// at max(its sends' ends, its receives' ends, its start of round s + the reduction round s carries) + the
+// reduction after round s (round_reduction). That holds exactly iff, on every link and at
 // every instant, the standalone rates of the messages on it sum to at most its capacity (then that allocation
 // is feasible and every flow sits at its own upper bound - its cap, or its bottleneck link which it fills
 // alone - so it is the max-min one). The evaluation keeps each link's message intervals [drain, end) with
@@ -41,18 +42,19 @@ class FastPath::Evaluation {
   struct MessageShape {
     uint32_t peer = UINT32_MAX;
     double bytes = -1;
+    int64_t carry = 0;  // the fused reduction it was paced by (ps)
     const std::vector<LinkId>* route = nullptr;
     int64_t latency = 0, duration = 0;
     double rate = 0;
   };
-  void begin_round();
+  void begin_round(uint32_t s);
   bool skipped_round(uint32_t s);
   void checked_round(uint32_t s);
   bool checked_send(uint32_t r, const Send& snd);
   LinkState& touch(LinkId l);
   bool place(LinkId l, int64_t start, int64_t end, double rate);
   bool fits(LinkId l, LinkState& ls, const Interval& iv);
-  void reduce_step(uint32_t s);
+  void reduce_step();
   uint32_t skip_periodic(uint32_t s);
   void materialize();
   void record(uint32_t r, const std::vector<LinkId>* route, double bytes, int64_t busy_ps);
@@ -66,7 +68,9 @@ class FastPath::Evaluation {
   int64_t now_;
   uint32_t p_;
   std::vector<int64_t> start_, next_, prev_, arrive_, send_end_;
-  std::vector<LinkId> touched_round_;  // links the current checked round put messages on
+  std::vector<RoundReduction> reduction_;  // each member's in the current round
+  std::vector<int64_t> carry_;             // reduction_[r].carry in ps
+  std::vector<LinkId> touched_round_;      // links the current checked round put messages on
   std::vector<Send> sends_;
   std::vector<MessageShape> shapes_;
   std::vector<int64_t> last_msg_end_;  // exclusive pattern: each member's last message end, not yet on links
@@ -113,6 +117,8 @@ FastPath::Evaluation::Evaluation(FastPath& fp, const CollectiveTask& spec, Time 
       prev_(p_),
       arrive_(p_),
       send_end_(p_),
+      reduction_(p_),
+      carry_(p_),
       shapes_(p_),
       last_msg_end_(p_, INT64_MIN),
       last_entry_(p_, UINT32_MAX) {
@@ -124,10 +130,10 @@ FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage, std::vecto
   uint32_t rounds = plan_.rounds();
   for (uint32_t s = 0; s < rounds && ok_; ++s) {
     bool skip = exclusive_;
-    begin_round();
+    begin_round(s);
     if (skip && !skipped_round(s)) {  // the pattern changed: back to checking, from the start of this round
       skip = exclusive_ = false;
-      begin_round();
+      begin_round(s);
     }
     if (!skip) {
       checked_round(s);
@@ -135,7 +141,7 @@ FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage, std::vecto
     }
     if (!ok_) break;
     messages_ += round_messages_;
-    reduce_step(s);
+    reduce_step();
     uint32_t more = skip_periodic(s);
     if (skip) {
       skipped_rounds_ += 1 + more;
@@ -178,7 +184,11 @@ FastOutcome FastPath::Evaluation::run(std::vector<RouteUsage>& usage, std::vecto
   return FastOutcome{ok_, end - now_, messages_};
 }
 
-void FastPath::Evaluation::begin_round() {
+void FastPath::Evaluation::begin_round(uint32_t s) {
+  for (uint32_t r = 0; r < p_; ++r) {
+    reduction_[r] = round_reduction(spec_, comm_, r, s);
+    carry_[r] = Time::from_seconds(reduction_[r].carry).picoseconds();
+  }
   std::fill(arrive_.begin(), arrive_.end(), INT64_MIN);
   touched_round_.clear();
   round_messages_ = 0;
@@ -197,7 +207,7 @@ bool FastPath::Evaluation::skipped_round(uint32_t s) {
     plan_.sends(r, s, sends_);
     const MessageShape& shape = shapes_[r];
     if (sends_.size() != 1 || shape.route == nullptr || shape.peer != sends_[0].peer ||
-        shape.bytes != sends_[0].bytes || sends_[0].bytes <= 0) {
+        shape.bytes != sends_[0].bytes || shape.carry != carry_[r] || sends_[0].bytes <= 0) {
       materialize();
       return false;
     }
@@ -243,12 +253,14 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
     if (comm_.multipath > 1 && !router_.same_node(src, dst)) return false;
     MessageShape& shape = shapes_[r];
     const MessageProtocol& protocol = plan_.protocol();
-    if (shape.peer != snd.peer || shape.bytes != snd.bytes) {
+    if (shape.peer != snd.peer || shape.bytes != snd.bytes || shape.carry != carry_[r]) {
       Time latency;
       double rate;  // payload bytes per second; its links carry protocol.wire times as many
-      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate, protocol.carrying(snd.channels));
+      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate,
+                                    plan_.message_protocol(snd, reduction_[r].carry));
       shape = {snd.peer,
                snd.bytes,
+               carry_[r],
                &router_.route(src, dst),
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
@@ -356,28 +368,39 @@ bool FastPath::Evaluation::fits(LinkId l, LinkState& ls, const Interval& iv) {
   return true;
 }
 
-// Each member starts the next round when its sends and receives are done and it has reduced what it got.
-void FastPath::Evaluation::reduce_step(uint32_t s) {
-  for (uint32_t r = 0; r < p_; ++r) {
-    double rb = plan_.reduce_bytes(r, s);
-    bool cpu = spec_.reduce_on_cpu_for_servers && r >= spec_.first_server;
-    int64_t reduce =
-        rb > 0 ? Time::from_seconds(comm_.reduce_seconds(rb, plan_.reduce_operand(r, s), cpu)).picoseconds()
-               : 0;
-    next_[r] = std::max({start_[r], send_end_[r], arrive_[r]}) + reduce;
-  }
+// Each member starts the next round when its sends and receives are done, the reduction its round carries
+// is done, and it has reduced what it got (unless its next round carries that).
+void FastPath::Evaluation::reduce_step() {
+  for (uint32_t r = 0; r < p_; ++r)
+    next_[r] = std::max({start_[r] + carry_[r], send_end_[r], arrive_[r]}) +
+               Time::from_seconds(reduction_[r].after).picoseconds();
+}
+
+RoundReduction round_reduction(const CollectiveTask& spec, const CommModel& comm, uint32_t r, uint32_t s) {
+  const CollectivePlan& plan = *spec.plan;
+  auto seconds = [&](uint32_t round) {
+    double bytes = plan.reduce_bytes(r, round);
+    if (bytes <= 0) return 0.0;
+    bool cpu = spec.reduce_on_cpu_for_servers && r >= spec.first_server;
+    return comm.reduce_seconds(bytes, plan.reduce_operand(r, round), cpu);
+  };
+  RoundReduction out;
+  bool fused = plan.fuses_reductions();
+  if (fused && s > 0) out.carry = seconds(s - 1);
+  if (!fused || s + 1 == plan.rounds()) out.after = seconds(s);
+  return out;
 }
 
 // When round s repeats round s-1 shifted uniformly, the further rounds of its class repeat the shift: moves
 // every clock past them and returns how many were skipped.
 uint32_t FastPath::Evaluation::skip_periodic(uint32_t s) {
   uint32_t rounds = plan_.rounds();
-  if (s < 1 || plan_.round_class(s) != plan_.round_class(s - 1)) return 0;
+  if (s < 1 || plan_.step_class(s) != plan_.step_class(s - 1)) return 0;
   int64_t shift = start_[0] - prev_[0];
   bool uniform = true;
   for (uint32_t r = 1; r < p_ && uniform; ++r) uniform = start_[r] - prev_[r] == shift;
   uint32_t more = 0;
-  while (uniform && s + 1 + more < rounds && plan_.round_class(s + 1 + more) == plan_.round_class(s)) ++more;
+  while (uniform && s + 1 + more < rounds && plan_.step_class(s + 1 + more) == plan_.step_class(s)) ++more;
   if (!uniform || more == 0) return 0;
   // On each link the round's intervals must start after everything before them and span at most one shift.
   uint64_t round = fp_.round_id_;

@@ -34,6 +34,15 @@ struct LinkDelta {
   int64_t busy_ps;
 };
 
+// The reductions member r of `spec` runs around its round s, in seconds: `carry` overlaps round s (the round
+// before's, when the plan fuses reductions: round s lasts at least that long and its messages drain no
+// faster), `after` delays the next round (its own, unless the next round carries it). The same for both
+// executors.
+struct RoundReduction {
+  double carry = 0, after = 0;
+};
+RoundReduction round_reduction(const CollectiveTask& spec, const CommModel& comm, uint32_t r, uint32_t s);
+
 class FastPath {
  public:
   explicit FastPath(Transport& transport) : transport_(transport) {}

@@ -251,6 +251,24 @@ TEST(ClosedForm, NcclProtocolsOnAStar) {
   expect_rel(run(4, "ring", "", "allreduce", true, 1, "8B").time_s, 6 * (2 * kL + 2 / kB));
 }
 
+TEST(ClosedForm, NcclFusesTheRingsReductionWithItsNextStep) {
+  // NCCL's kernels sum what a rank received as they send it on (receive-reduce-send), so a reduce-scatter
+  // step's sum overlaps the next step instead of delaying it: steps 1..p−1 each last max(m/B, m·γ) after
+  // their latency, the sum of step p−1 being the all-gather's first send. The ring of the test above with
+  // Simple (m = n/4 = 25 MB), γ = 1/R:
+  //   R = 10 GB/s (sums slower than the link): T = 8.4 us + 6·14 us + 3·m/B + 3·m/R
+  //   R = 50 GB/s (faster): the sums hide,     T = nccl_simple(n)
+  // Without NCCL's protocols the ring sums between steps (RingAllreduceWithGamma): 6·m/B + 3·m/R.
+  const double m = kN / 4;
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    expect_rel(run(4, "ring", "{protocols: nccl, reduce_bandwidth_gpu: 10GB/s}", "allreduce", fast).time_s,
+               8.4e-6 + 6 * 14e-6 + 3 * m / kB + 3 * m / 10e9);
+    expect_rel(run(4, "ring", "{protocols: nccl, reduce_bandwidth_gpu: 50GB/s}", "allreduce", fast).time_s,
+               nccl_simple(kN));
+  }
+}
+
 TEST(ClosedForm, NcclNetworkDeviceLatencyAddsToEveryStepAcrossNodes) {
   // net_latency L: the latency the network plugin reports, which NCCL's tuner adds to each step across nodes,
   // twice with Simple (its flush). The ring of the test above, every step across nodes:

@@ -19,7 +19,7 @@ namespace {
 
 struct Size {
   std::string strategy;
-  double bytes, measured_busbw, rel_error;
+  double bytes, measured_busbw, simulated_busbw, rel_error;
   std::string algorithm, protocol;  // what ran
 };
 
@@ -35,8 +35,8 @@ std::vector<Size> validate(const std::string& scenario, const std::string& measu
   for (const auto& r : t.rows)
     if (r[t.column("strategy")] == strategy)
       sizes.push_back({strategy, std::stod(r[t.column("bytes")]), std::stod(r[t.column("measured_busbw")]),
-                       std::stod(r[t.column("rel_error")]), r[t.column("algorithm")],
-                       r[t.column("protocol")]});
+                       std::stod(r[t.column("simulated_busbw")]), std::stod(r[t.column("rel_error")]),
+                       r[t.column("algorithm")], r[t.column("protocol")]});
   return sizes;
 }
 
@@ -72,14 +72,22 @@ TEST(PublishedCollectives, AwsP4deTwoNodesOverEfa) {
 TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
   // One node of 8 H100 whose NVSwitches reduce, 128 MiB to 4 GiB (NVIDIA/nccl-tests#290): NCCL runs NVLS
   // there, and so does the `nccl` strategy (NCCL's tuner). NVLS moves n(1 + 1/G) each way per GPU where the
-  // ring moves 2(G−1)/G·n and sums on the GPU, so the ring alone (NCCL_ALGO=RING) stays more than 20% below
-  // the measured busbw at every size.
+  // ring moves 2(G−1)/G·n, so the ring alone (NCCL_ALGO=RING) stays more than 10% below the measured busbw at
+  // every size. From 2 GiB its busbw is the NVLink's effective rate, 450 GB/s x 0.822 = 370 GB/s (the figure
+  // NCCL's maintainer gives for H100 in NVIDIA/nccl-tests#212), to 1%: the sums run fused with the transfer
+  // (each step lasts max(n/(G·B), its reduction), and 1288 GB/s sums faster than NVLink moves), and the
+  // latency of 2(G−1) steps is small there.
   std::vector<Size> sizes = validate("dgx-h100-nccl-tests.yaml", "nccl-tests/dgx-h100-1node-nvls.txt", "");
   ASSERT_EQ(sizes.size(), 6u);
   EXPECT_EQ(hold(sizes), 6);
   for (const Size& s : sizes) EXPECT_EQ(s.algorithm + " " + s.protocol, "nvls NVLS") << s.bytes << " B";
-  for (const Size& s : validate("dgx-h100-nccl-tests.yaml", "nccl-tests/dgx-h100-1node-nvls.txt", "", "ring"))
-    EXPECT_GT(s.rel_error, 0.2) << s.bytes << " B";
+  for (const Size& s :
+       validate("dgx-h100-nccl-tests.yaml", "nccl-tests/dgx-h100-1node-nvls.txt", "", "ring")) {
+    EXPECT_GT(s.rel_error, 0.1) << s.bytes << " B";
+    if (s.bytes >= 2.0 * (1 << 30)) {
+      EXPECT_NEAR(s.simulated_busbw, 450 * 0.822, 0.01 * 370) << s.bytes << " B";
+    }
+  }
 }
 
 TEST(PublishedCollectives, H800OneNodeWithNvlsOutOfSample) {
