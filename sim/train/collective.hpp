@@ -1,8 +1,8 @@
 #pragma once
 // Communication patterns as round plans. A plan says, for every member r and round s, which messages r sends,
-// how many it receives and how many bytes it reduces before it may start round s+1. The engine runs a plan
-// either message by message on the flow network, or (when provably identical) with the closed max-plus
-// recursion.
+// how many it receives and how many bytes it then reduces (before it may start round s+1, or during that
+// round where the library fuses the sum with the next send: fuses_reductions). The engine runs a plan either
+// message by message on the flow network, or (when provably identical) with the closed max-plus recursion.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
