@@ -349,10 +349,26 @@ IncastCurve parse_incast(const YamlNode& node) {
 }
 
 CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
-  comm.expect_keys({"alpha_intra", "alpha_inter", "efficiency_intra", "efficiency_inter", "bandwidth_intra",
-                    "bandwidth_inter", "goodput_inter", "reduce_bandwidth_gpu", "reduce_bandwidth_cpu",
-                    "multipath", "source", "calibration", "intra", "inter", "reduce", "transports", "incast",
-                    "protocols", "net_latency"});
+  comm.expect_keys({"alpha_intra",
+                    "alpha_inter",
+                    "efficiency_intra",
+                    "efficiency_inter",
+                    "bandwidth_intra",
+                    "bandwidth_inter",
+                    "goodput_inter",
+                    "reduce_bandwidth_gpu",
+                    "reduce_bandwidth_cpu",
+                    "multipath",
+                    "source",
+                    "calibration",
+                    "intra",
+                    "inter",
+                    "reduce",
+                    "transports",
+                    "incast",
+                    "protocols",
+                    "net_latency",
+                    "pipeline_chunk"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -400,6 +416,10 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     m.nccl_protocols = v == "nccl";
   }
   if (auto nl = comm.get("net_latency")) m.nccl_net_latency = parse_latency(*nl);
+  if (auto pc = comm.get("pipeline_chunk")) {
+    m.pipeline_chunk = pc->as_bytes().value;
+    if (!(m.pipeline_chunk > 0)) pc->fail("pipeline_chunk must be a positive size, e.g. 2MiB");
+  }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

@@ -73,6 +73,11 @@ struct CommModel {
   // adds it to every inter-node step's latency, twice with Simple (its flush), and so do the protocol's
   // messages here.
   Time nccl_net_latency;
+  // `pipeline_chunk`: a hierarchical allreduce with a ring between nodes runs its phases pipelined, in chunks
+  // of this many bytes per channel (NCCL's Simple ring-allreduce chunk is NCCL_BUFFSIZE / NCCL_STEPS x
+  // ALLREDUCE_CHUNKSTEPS = 4 MiB / 8 x 4 = 2 MiB: NVIDIA/nccl src/init.cc, src/include/device.h,
+  // src/include/collectives.h); 0: the phases one after the other (Horovod's hierarchical allreduce).
+  double pipeline_chunk = 0;
   // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.

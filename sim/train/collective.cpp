@@ -412,6 +412,79 @@ class HierarchicalPlan : public CollectivePlan {
   std::unique_ptr<CollectivePlan> inter_;
 };
 
+// The hierarchical allreduce with a ring between nodes as NCCL runs its algorithms across nodes: pipelined.
+// The buffer is cut into K chunks; chunk c runs the hierarchical schedule of n/K (intra-node ring
+// reduce-scatter, G−1 steps; the ring between nodes, 2(N−1) steps; intra-node all-gather, G−1 steps) starting
+// in round c, so in one round the chunks in different phases move at once, the NVLink ones and the NIC ones
+// in parallel. A member's chunk-steps to one peer go as one message (every intra-node step goes to the next
+// local rank, every inter-node one to the same local rank of the next node), and it receives from at most
+// those two. Only chunk 0 pays the path's latency: the chunks behind it stream on the same path, their
+// latency hidden behind the data ahead (Send::streamed), so the call pays D step latencies, D = 2(G−1) +
+// 2(N−1), as NCCL's cost model has it, plus the bottleneck phase's bytes and the fill and drain of the
+// others.
+class PipelinedHierarchicalPlan : public CollectivePlan {
+ public:
+  PipelinedHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks)
+      : CollectivePlan(p, 0, n), g_(g), nodes_(p / g), k_(chunks), depth_(2 * (g - 1) + 2 * (p / g - 1)) {
+    rounds_ = k_ + depth_ - 1;
+  }
+  void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
+    const Window w = window(t);
+    const uint32_t node = r / g_, local = r % g_;
+    if (w.rs + w.ag > 0) {
+      Send x{node * g_ + (local + 1) % g_, (w.rs + w.ag) * intra_part()};
+      x.streamed = w.first != kIntra;
+      out.push_back(x);
+    }
+    if (w.irs + w.iag > 0) {
+      Send x{(node + 1) % nodes_ * g_ + local, (w.irs + w.iag) * inter_part()};
+      x.streamed = w.first != kInter;
+      out.push_back(x);
+    }
+  }
+  uint32_t receives(uint32_t, uint32_t t) const override {
+    const Window w = window(t);
+    return (w.rs + w.ag > 0 ? 1 : 0) + (w.irs + w.iag > 0 ? 1 : 0);
+  }
+  double reduce_bytes(uint32_t, uint32_t t) const override {
+    const Window w = window(t);
+    return w.rs * intra_part() + w.irs * inter_part();
+  }
+  // A round's messages, sums and latencies follow from how many chunks are in each phase and where chunk 0
+  // is (counts <= K <= 63).
+  uint32_t round_class(uint32_t t) const override {
+    const Window w = window(t);
+    return w.rs + 64 * (w.ag + 64 * (w.irs + 64 * (w.iag + 64 * w.first)));
+  }
+
+ private:
+  static constexpr uint32_t kNone = 0, kIntra = 1, kInter = 2;
+  struct Window {
+    uint32_t rs = 0, ag = 0, irs = 0, iag = 0;  // chunks at an intra reduce-scatter step, ...
+    uint32_t first = kNone;                     // the phase chunk 0 is in
+  };
+  // Chunks c active in round t are at step t − c, c in [max(0, t − D + 1), min(K − 1, t)]: their steps fill
+  // [lo, hi]; each phase takes its overlap with that range.
+  Window window(uint32_t t) const {
+    const int64_t lo = static_cast<int64_t>(t) - std::min<int64_t>(k_ - 1, t);
+    const int64_t hi = static_cast<int64_t>(t) - std::max<int64_t>(0, static_cast<int64_t>(t) - depth_ + 1);
+    auto overlap = [&](int64_t a, int64_t b) {  // steps [a, b)
+      return static_cast<uint32_t>(std::max<int64_t>(0, std::min(b, hi + 1) - std::max(a, lo)));
+    };
+    const int64_t g1 = g_ - 1, n1 = nodes_ - 1;
+    Window w;
+    w.rs = overlap(0, g1);
+    w.irs = overlap(g1, g1 + n1);
+    w.iag = overlap(g1 + n1, g1 + 2 * n1);
+    w.ag = overlap(g1 + 2 * n1, depth_);
+    if (t < depth_) w.first = t >= g1 && t < g1 + 2 * n1 ? kInter : kIntra;
+    return w;
+  }
+  double intra_part() const { return bytes_ / k_ / g_; }
+  double inter_part() const { return bytes_ / k_ / g_ / nodes_; }
+  uint32_t g_, nodes_, k_, depth_;
+};
+
 // Members 0..p-1 are workers, p..p+k-1 servers. Round 0: every worker pushes n/k to every server; servers
 // aggregate p shards. Round 1: every server sends its n/k shard back to every worker. A worker colocated with
 // a server still "sends" to it: the endpoints decide whether that crosses a link.
@@ -595,6 +668,9 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         between.algorithm = resolve_inter_node(c);
         between.ranks = p / c.ranks_per_node;
         between.bytes = c.bytes / c.ranks_per_node;
+        if (c.chunks > 1 && between.algorithm == Algorithm::Ring && between.ranks > 1 && c.ranks_per_node > 1)
+          return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes,
+                                                             std::min(c.chunks, kMaxPipelineChunks));
         return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));
       }
     case Algorithm::ParameterServer:

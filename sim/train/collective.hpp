@@ -37,6 +37,9 @@ struct Send {
   uint32_t peer;  // member index
   double bytes;
   uint32_t channels = 1;  // the collective library's channels whose chunks this message carries together
+  // Its data follows data of the same call that already paid this path's latency (a pipelined chunk behind
+  // the first): it pays none.
+  bool streamed = false;
 };
 
 // How the collective library moves a collective's messages, when it says (NCCL's protocols LL, LL128 and
@@ -48,7 +51,8 @@ struct MessageProtocol {
   const char* name = nullptr;  // nullptr: off
   Time alpha_intra, alpha_inter, base;
   double wire = 1;
-  double rate_cap = 0;  // per message of one channel (Send::channels); 0: none
+  double rate_cap = 0;    // per message of one channel (Send::channels); 0: none
+  bool streamed = false;  // this message pays no latency (Send::streamed), protocol or not
   bool on() const { return name != nullptr; }
   // The protocol of a message carrying `channels` channels' chunks together: each channel drives its own.
   MessageProtocol carrying(uint32_t channels) const {
@@ -84,9 +88,11 @@ class CollectivePlan {
   // instead of delaying it. Other libraries, and every plan's last round, reduce between rounds.
   bool fuses_reductions() const { return protocol_.on(); }
   // The protocol of a message `snd` of a round that carries a fused reduction of `carry` seconds: its
-  // channels' bound, and no faster than that reduction (the data it sends is the data being summed).
+  // channels' bound, no faster than that reduction (the data it sends is the data being summed), and no step
+  // latency when it is streamed.
   MessageProtocol message_protocol(const Send& snd, double carry) const {
     MessageProtocol p = protocol_.carrying(snd.channels);
+    p.streamed = snd.streamed;
     if (carry > 0) {
       double pace = snd.bytes / carry;
       p.rate_cap = p.rate_cap > 0 ? std::min(p.rate_cap, pace) : pace;
@@ -129,7 +135,11 @@ struct CollectiveShape {
   // channels for its tuner (the plan itself runs one ring or double tree per local rank between nodes). For
   // Nvls, NCCL's NVLS channels (they set its loop size).
   uint32_t channels = 1;
+  // For Hierarchical with a ring between nodes: chunks pipelined through its phases, as NCCL runs its
+  // algorithms across nodes (at most kMaxPipelineChunks); 1: the phases one after the other.
+  uint32_t chunks = 1;
 };
+constexpr uint32_t kMaxPipelineChunks = 63;
 
 // α-β estimate of a plan: per round, the slowest member's α (when it sends) plus the larger of the bytes it
 // sends and receives over `rate` (its messages share its NIC); summed over rounds. What NCCL does with its

@@ -43,6 +43,7 @@ class FastPath::Evaluation {
     uint32_t peer = UINT32_MAX;
     double bytes = -1;
     int64_t carry = 0;  // the fused reduction it was paced by (ps)
+    bool streamed = false;
     const std::vector<LinkId>* route = nullptr;
     int64_t latency = 0, duration = 0;
     double rate = 0;
@@ -207,7 +208,8 @@ bool FastPath::Evaluation::skipped_round(uint32_t s) {
     plan_.sends(r, s, sends_);
     const MessageShape& shape = shapes_[r];
     if (sends_.size() != 1 || shape.route == nullptr || shape.peer != sends_[0].peer ||
-        shape.bytes != sends_[0].bytes || shape.carry != carry_[r] || sends_[0].bytes <= 0) {
+        shape.bytes != sends_[0].bytes || shape.carry != carry_[r] || shape.streamed != sends_[0].streamed ||
+        sends_[0].bytes <= 0) {
       materialize();
       return false;
     }
@@ -253,7 +255,8 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
     if (comm_.multipath > 1 && !router_.same_node(src, dst)) return false;
     MessageShape& shape = shapes_[r];
     const MessageProtocol& protocol = plan_.protocol();
-    if (shape.peer != snd.peer || shape.bytes != snd.bytes || shape.carry != carry_[r]) {
+    if (shape.peer != snd.peer || shape.bytes != snd.bytes || shape.carry != carry_[r] ||
+        shape.streamed != snd.streamed) {
       Time latency;
       double rate;  // payload bytes per second; its links carry protocol.wire times as many
       fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate,
@@ -261,6 +264,7 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
       shape = {snd.peer,
                snd.bytes,
                carry_[r],
+               snd.streamed,
                &router_.route(src, dst),
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,

@@ -33,8 +33,9 @@ void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& l
                                const MessageProtocol& protocol) {
   const Path& path0 = path(src, dst);
   const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
-  latency = protocol.on() ? (path0.same_node ? protocol.alpha_intra : protocol.alpha_inter)
-                          : path0.latency + range.alpha;
+  latency = protocol.streamed ? Time()
+            : protocol.on()   ? (path0.same_node ? protocol.alpha_intra : protocol.alpha_inter)
+                              : path0.latency + range.alpha;
   rate = path0.capacity * range.efficiency;
   if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
   if (protocol.on()) {  // payload bytes per second: the wire carries wire x as many
@@ -61,8 +62,8 @@ uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, cons
       double cap = protocol.rate_cap * protocol.wire / paths;
       rate_cap = rate_cap > 0 ? std::min(rate_cap, cap) : cap;
     }
-    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0},
-         protocol.on() ? alpha : pp.latency + alpha, pp.capacity, paths);
+    const Time delay = protocol.streamed ? Time() : protocol.on() ? alpha : pp.latency + alpha;
+    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0}, delay, pp.capacity, paths);
   }
   return paths;
 }

@@ -528,6 +528,53 @@ TEST(ClosedForm, HierarchicalWithEachInterNodeAlgorithm) {
   }
 }
 
+TEST(ClosedForm, PipelinedHierarchicalOverlapsItsPhases) {
+  // comm.pipeline_chunk: 2 nodes of g = 2 GPUs (NVLink between them, B_i = 100 GB/s; a NIC each behind PCIe
+  // to a 10 GB/s star, B_e; every link latency 0, α_intra = 2 us, α_inter = 5 us), n = 8 MiB. Two channels
+  // (a NIC per GPU) of 1 MiB chunks: K = n / (2·1 MiB) = 4 chunks, each the hierarchical schedule of n/K (D =
+  // 4 steps: intra reduce-scatter, a = n/(K·g) = 1 MiB to the other GPU; inter reduce-scatter and all-gather,
+  // b = n/(K·g·N) = 0.5 MiB to the other node; intra all-gather, a), chunk c starting in round c. A round's
+  // NVLink message carries its chunks' intra steps, its NIC message their inter steps, in parallel; only a
+  // message with chunk 0 in it pays its α (the chunks behind it stream). By round (chunk@step):
+  //   0: 0@0               T0 = α_i + a/B_i
+  //   1: 0@1 1@0           T1 = max(a/B_i, α_e + b/B_e)
+  //   2: 0@2 1@1 2@0       T2 = max(a/B_i, α_e + 2b/B_e)
+  //   3: 0@3 1@2 2@1 3@0   T3 = max(α_i + 2a/B_i, 2b/B_e)
+  //   4: 1@3 2@2 3@1       T4 = max(a/B_i, 2b/B_e)
+  //   5: 2@3 3@2           T5 = max(a/B_i, b/B_e)
+  //   6: 3@3               T6 = a/B_i
+  // plus each round's sums after it at γ = 1/R, R = 50 GB/s: the reduce-scatter steps, 4a + 4b in all.
+  // Without pipeline_chunk the phases run one after the other on the whole buffer (4a and 4b per step):
+  //   2(α_i + 4a/B_i) + 2(α_e + 4b/B_e) + (4a + 4b)/R
+  const double a = 1048576, b = a / 2, Bi = 100e9, Be = 10e9, ai = 2e-6, ae = 5e-6, R = 50e9;
+  auto run_hier = [&](const std::string& pipeline, bool fast) {
+    Scenario sc = scenario_from(fmt::format(
+        "name: pipelined\n"
+        "cluster:\n"
+        "  nodes: 2\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: 2, nics: 2, gpu_link: {{kind: nvlink-mesh, bandwidth: 100GB/s, latency: 0us}},\n"
+        "         pcie: {{bandwidth: 50GB/s, latency: 0us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: 10GB/s, latency: 0us}}}}\n"
+        "  comm: {{alpha_intra: 2us, alpha_inter: 5us, reduce_bandwidth_gpu: 50GB/s{}}}\n"
+        "workload: {{collective: allreduce, bytes: 8MiB}}\n"
+        "strategies:\n  - {{name: hierarchical, inter_node: ring}}\n",
+        pipeline));
+    return run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{fast}).time_s;
+  };
+  const double pipelined = (ai + a / Bi) + std::max(a / Bi, ae + b / Be) + std::max(a / Bi, ae + 2 * b / Be) +
+                           std::max(ai + 2 * a / Bi, 2 * b / Be) + std::max(a / Bi, 2 * b / Be) +
+                           std::max(a / Bi, b / Be) + a / Bi + (4 * a + 4 * b) / R;
+  const double phases = 2 * (ai + 4 * a / Bi) + 2 * (ae + 4 * b / Be) + (4 * a + 4 * b) / R;
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    expect_rel(run_hier(", pipeline_chunk: 1MiB", fast), pipelined);
+    expect_rel(run_hier("", fast), phases);
+  }
+  // The NIC phase bounds both; the pipeline hides most of the NVLink phases, 2(α_i + 4a/B_i) = 88 us of them.
+  EXPECT_LT(pipelined, phases - 0.5 * 2 * (ai + 4 * a / Bi));
+}
+
 TEST(ClosedForm, ParameterServerDedicated) {
   // p workers, k dedicated servers, equal links. Push: worker uplinks carry n (k flows of n/k), each server
   // downlink carries p·n/k; pull mirrors it. T = 2·max(n/B, p·n/(k·B)) + 2·2l

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -128,6 +129,13 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
       shape.rate = cost.rate;
       shape.inter_node = resolve_inter_node(shape);
     }
+  }
+  // comm.pipeline_chunk: the hierarchical allreduce's phases pipelined in chunks of that many bytes per
+  // channel (make_plan pipelines it when it runs a ring between nodes).
+  if (cluster.comm.pipeline_chunk > 0 && shape.algorithm == Algorithm::Hierarchical) {
+    double chunks =
+        std::ceil(shape.bytes / (std::max<uint32_t>(1, shape.channels) * cluster.comm.pipeline_chunk));
+    shape.chunks = static_cast<uint32_t>(std::clamp(chunks, 1.0, static_cast<double>(kMaxPipelineChunks)));
   }
   if (shape.algorithm == Algorithm::Nvls) {
     shape.channels = nvls_channels(cluster);  // make_plan refuses more than one node
