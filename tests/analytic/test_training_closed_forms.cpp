@@ -532,3 +532,22 @@ TEST(MemoryEstimate, TasksScaleByNodesAndStepsAsTheRealGraph) {
     EXPECT_DOUBLE_EQ(model.at(8).flows, 2 * model.at(4).flows);
   }
 }
+
+TEST(TrainingClosedForms, DdpAndHorovodRunNcclsChoiceUnderItsProtocols) {
+  // DDP and Horovod call NCCL: without `algorithm`, on a cluster that runs NCCL's protocols they run what
+  // NCCL's tuner picks (the hierarchical allreduce with inter_node auto: here, one GPU per node, its
+  // allreduce between nodes), elsewhere the ring. On 4 nodes of 2 GPUs the hierarchical allreduce differs
+  // from the ring.
+  const std::vector<std::string> nccl = {"cluster.comm={protocols: nccl}", "cluster.gpus_per_node=2"};
+  const std::vector<std::string> plain = {"cluster.gpus_per_node=2"};
+  for (const std::string s :
+       {"{name: ddp, bucket_size: 64KB, first_bucket: 64KB", "{name: horovod, fusion_threshold: 64KB"}) {
+    SCOPED_TRACE(s);
+    double chosen = run("[" + s + "}]", "", 4, nccl).step_time_s;
+    EXPECT_EQ(chosen,
+              run("[" + s + ", algorithm: hierarchical, inter_node: auto}]", "", 4, nccl).step_time_s);
+    EXPECT_NE(chosen, run("[" + s + ", algorithm: ring}]", "", 4, nccl).step_time_s);
+    EXPECT_EQ(run("[" + s + "}]", "", 8).step_time_s,
+              run("[" + s + ", algorithm: ring}]", "", 8).step_time_s);
+  }
+}

@@ -69,8 +69,9 @@ class AllreduceStep : public StepBuilder {
         return g.add_delay(Time::from_seconds(o_.cycle_time / 2 + rounds * lat), Category::Communication, -1,
                            k, g.label("horovod negotiation"));
       };
-    TaskId last =
-        ctx.bucket_collectives(o_.algorithm, "allreduce", prev_, o_.inter_node, negotiation, o_.channels);
+    const bool nccl = o_.library_choice && ctx.cluster.comm.nccl_protocols;
+    TaskId last = ctx.bucket_collectives(nccl ? Algorithm::Hierarchical : o_.algorithm, "allreduce", prev_,
+                                         nccl ? Algorithm::Auto : o_.inter_node, negotiation, o_.channels);
     uint32_t l_upd = g.label("optimizer update");
     for (uint32_t w = 0; w < p; ++w) {
       TaskId upd = g.add_compute(ctx.gpu[w], Time::from_seconds(ctx.update_time(1.0)),
@@ -92,6 +93,7 @@ void configure_ddp(Strategy& s, const OptionReader& o) {
   a.bucket = 25 * 1048576.0;
   a.first_bucket = 1048576.0;  // PyTorch DDP bucket_cap_mb=25, first bucket 1 MB
   configure_common(a, o);
+  a.library_choice = !o.has("algorithm") && !o.has("channels");
   s.options = a;
 }
 
@@ -103,6 +105,7 @@ void configure_horovod(Strategy& s, const OptionReader& o) {
   if (!o.name_only() && o.has("hierarchical") && o.boolean("hierarchical"))
     a.algorithm = Algorithm::Hierarchical;
   configure_common(a, o);
+  a.library_choice = !o.has("algorithm") && !o.has("channels") && a.algorithm == Algorithm::Ring;
   s.options = a;
 }
 

@@ -29,6 +29,9 @@ struct AllreduceOptions {
   double cycle_time = 0;  // Horovod: background thread period (s)
   bool negotiation = false;
   uint32_t channels = 0;  // ring across nodes: rings in parallel (NCCL's channels); 0: one per NIC of a node
+  // DDP and Horovod without `algorithm` (or `channels`): the allreduce NCCL runs when the cluster runs NCCL's
+  // protocols (hierarchical with inter_node auto: NCCL's tuner picks ring, tree or NVLS), else `algorithm`.
+  bool library_choice = false;
 };
 
 // ZeRO stages 1 and 2: reduce-scatter of gradients, a sharded update, all-gather of parameters.
