@@ -29,13 +29,22 @@ const Transport::Path& Transport::path(VertexId src, VertexId dst, uint32_t p) {
       .first->second;
 }
 
+namespace {
+// The time from a message's send to its first byte on `route_latency`: a protocol's per-step latency is the
+// whole of it (NCCL's model counts the links in it); otherwise the route's latency and the comm model's α;
+// nothing for a streamed message.
+Time message_latency(const MessageProtocol& protocol, bool same_node, Time route_latency, Time alpha) {
+  if (protocol.streamed) return Time();
+  if (protocol.on()) return same_node ? protocol.alpha_intra : protocol.alpha_inter;
+  return route_latency + alpha;
+}
+}  // namespace
+
 void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
                                const MessageProtocol& protocol) {
   const Path& path0 = path(src, dst);
   const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
-  latency = protocol.streamed ? Time()
-            : protocol.on()   ? (path0.same_node ? protocol.alpha_intra : protocol.alpha_inter)
-                              : path0.latency + range.alpha;
+  latency = message_latency(protocol, path0.same_node, path0.latency, range.alpha);
   rate = path0.capacity * range.efficiency;
   if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
   if (protocol.on()) {  // payload bytes per second: the wire carries wire x as many
@@ -49,9 +58,6 @@ uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, cons
                                   F&& part) {
   const Path& minimal = path(src, dst);
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
-  // A protocol's per-step latency is the whole of a message's (NCCL's model counts the links in it).
-  const Time alpha =
-      protocol.on() ? (minimal.same_node ? protocol.alpha_intra : protocol.alpha_inter) : range.alpha;
   uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
   for (uint32_t p = 0; p < paths; ++p) {
     const Path& pp = p == 0 ? minimal : path(src, dst, p);
@@ -62,8 +68,8 @@ uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, cons
       double cap = protocol.rate_cap * protocol.wire / paths;
       rate_cap = rate_cap > 0 ? std::min(rate_cap, cap) : cap;
     }
-    const Time delay = protocol.streamed ? Time() : protocol.on() ? alpha : pp.latency + alpha;
-    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0}, delay, pp.capacity, paths);
+    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0},
+         message_latency(protocol, minimal.same_node, pp.latency, range.alpha), pp.capacity, paths);
   }
   return paths;
 }
