@@ -76,11 +76,11 @@ int describe_command(const std::vector<std::string>& args) {
     std::cout << fmt::format(
         "  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
         c.comm.goodput_inter);
-  if (c.comm.pipeline_chunk > 0)
+  if (c.comm.pipeline_chunk_bytes() > 0)
     std::cout << fmt::format(
         "  hierarchical allreduces with a ring between nodes pipeline chunks of {} per channel "
         "(pipeline_chunk)\n",
-        format_bytes(Bytes{c.comm.pipeline_chunk}));
+        format_bytes(Bytes{c.comm.pipeline_chunk_bytes()}));
   if (c.comm.incast.on()) {
     std::string curve;
     for (const auto& [n, g] : c.comm.incast.points)

@@ -417,8 +417,12 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
   }
   if (auto nl = comm.get("net_latency")) m.nccl_net_latency = parse_latency(*nl);
   if (auto pc = comm.get("pipeline_chunk")) {
-    m.pipeline_chunk = pc->as_bytes().value;
-    if (!(m.pipeline_chunk > 0)) pc->fail("pipeline_chunk must be a positive size, e.g. 2MiB");
+    if (pc->is_scalar() && pc->as_string() == "none") {
+      m.pipeline_chunk = 0;
+    } else {
+      m.pipeline_chunk = pc->as_bytes().value;
+      if (!(m.pipeline_chunk > 0)) pc->fail("pipeline_chunk must be a positive size (e.g. 2MiB) or none");
+    }
   }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();

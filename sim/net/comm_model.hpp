@@ -74,10 +74,15 @@ struct CommModel {
   // messages here.
   Time nccl_net_latency;
   // `pipeline_chunk`: a hierarchical allreduce with a ring between nodes runs its phases pipelined, in chunks
-  // of this many bytes per channel (NCCL's Simple ring-allreduce chunk is NCCL_BUFFSIZE / NCCL_STEPS x
+  // of this many bytes per channel; 0 (`none`): the phases one after the other (Horovod's hierarchical
+  // allreduce: NCCL inside nodes, MPI between them); unset (< 0): NCCL's own under `protocols: nccl` (NCCL
+  // pipelines its algorithms across nodes; its Simple ring-allreduce chunk is NCCL_BUFFSIZE / NCCL_STEPS x
   // ALLREDUCE_CHUNKSTEPS = 4 MiB / 8 x 4 = 2 MiB: NVIDIA/nccl src/init.cc, src/include/device.h,
-  // src/include/collectives.h); 0: the phases one after the other (Horovod's hierarchical allreduce).
-  double pipeline_chunk = 0;
+  // src/include/collectives.h), else none.
+  double pipeline_chunk = -1;
+  double pipeline_chunk_bytes() const {
+    return pipeline_chunk >= 0 ? pipeline_chunk : nccl_protocols ? 2.0 * 1024 * 1024 : 0;
+  }
   // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.

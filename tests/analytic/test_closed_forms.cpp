@@ -312,7 +312,8 @@ TEST(ClosedForm, NcclProtocolsInAHierarchicalAllreduce) {
   // (ring: LL 0.6 us, Simple 3.4), across nodes the network (LL 2.7 us, Simple 14); the call its base latency
   // once (LL 6.6 us, Simple 8.4); LL puts 2 bytes on the wire per byte (its 20.4 GB/s bound for 4 nodes does
   // not bind: 2m at B does first). Intra-node reduce-scatter and all-gather g−1 rounds of n/g each, the ring
-  // between nodes 2(N−1) rounds of n/(g·N):
+  // between nodes 2(N−1) rounds of n/(g·N), the phases one after the other (pipeline_chunk: none; NCCL's
+  // pipelining, on by default under its protocols, has its own test below):
   //   T = base + 2(g−1)·(lat_nvlink + w·n/(g·B)) + 2(N−1)·(lat_net + w·n/(g·N·B))
   const int g = 2, nodes = 4;
   auto want = [&](double base, double nvlink, double net, double wire, double n) {
@@ -328,7 +329,7 @@ TEST(ClosedForm, NcclProtocolsInAHierarchicalAllreduce) {
         "  node: {{gpus: {}, nics: {}, gpu_link: {{kind: nvlink-mesh, bandwidth: 25GB/s, latency: 1us}},\n"
         "         pcie: {{bandwidth: 100GB/s, latency: 1us}}}}\n"
         "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
-        "  comm: {{protocols: nccl}}\n"
+        "  comm: {{protocols: nccl, pipeline_chunk: none}}\n"
         "workload: {{collective: allreduce, bytes: {}}}\n"
         "strategies:\n  - {}\n",
         nodes, g, g, bytes, strategy));

@@ -36,7 +36,7 @@ constexpr Shipped kTopologies[] = {
     {"frontier", 25e9, 0.85, 79e9, 4},
     {"dgx-a100-hdr-fattree", 25e9, 0.9, 79e9, 8},
     {"dgx-h100-ndr-fattree", 50e9, 0.9, 118e9, 8},
-    {"aws-p4de-efa", 12.5e9, 0.9, 54e9, 4, 1, 0.85},
+    {"aws-p4de-efa", 12.5e9, 1, 54e9, 4, 0.85, 0.85},
     {"ethernet-25g", 3.125e9, 0.744, 30e9, 1, 0.941},
     {"ethernet-100g", 12.5e9, 0.691, 79e9, 1, 0.941},
 };

@@ -64,6 +64,12 @@ TEST(PublishedCollectives, AwsP4deTwoNodesOverEfa) {
                                      "--ranks 16 --ranks-per-node 8");
   ASSERT_EQ(sizes.size(), 29u);
   EXPECT_EQ(hold(sizes), 7);  // 32 MiB to 2 GiB
+  // There NCCL's phases run pipelined (2 MiB chunks) over EFA links that carry 340 of 400 Gb/s: within 5%
+  // (the phases one after the other fell 23% short at 2 GiB).
+  for (const Size& s : sizes)
+    if (s.bytes >= 32 << 20) {
+      EXPECT_LE(s.rel_error, 0.05) << s.bytes << " B";
+    }
   // What NCCL's tuner runs there: the double tree with LL at 8 B, the ring with Simple at 2 GiB.
   EXPECT_EQ(sizes.front().algorithm + " " + sizes.front().protocol, "hierarchical/double-tree LL");
   EXPECT_EQ(sizes.back().algorithm + " " + sizes.back().protocol, "hierarchical/ring Simple");
