@@ -92,6 +92,18 @@ constexpr const char* kInterior = R"(
     pcie: {{bandwidth: 32GB/s, latency: 400ns}}
   network: {{kind: star, link: {{bandwidth: 200Gb/s, latency: 1us}}}})";
 
+// The same node interiors under NCCL's protocols: sums fused with the next step (slow enough, 30 GB/s, that
+// they pace it) and the hierarchical phases pipelined in 1 MiB chunks per channel.
+constexpr const char* kInteriorNccl = R"(
+  gpu: a100-40gb
+  node:
+    gpus: 4
+    nics: 2
+    gpu_link: {{kind: nvlink-mesh, bandwidth: 100GB/s, latency: 700ns}}
+    pcie: {{bandwidth: 32GB/s, latency: 400ns}}
+  network: {{kind: star, link: {{bandwidth: 200Gb/s, latency: 1us}}}}
+  comm: {{protocols: nccl, reduce_bandwidth_gpu: 30GB/s, pipeline_chunk: 1MiB}})";
+
 constexpr const char* kComm = R"(
   comm: {alpha_inter: 3us, alpha_intra: 1500ns, efficiency_inter: 0.9, reduce_bandwidth_gpu: 120GB/s,
          reduce_bandwidth_cpu: 15GB/s})";
@@ -291,6 +303,24 @@ TEST(EngineFastPath, NodeInteriors) {
   for (const Case& c : all_algorithms("nodes", kInterior, 4, 4, true)) check(c);
   check({"nodes x3 rhd", kInterior, 4, 3, "allreduce", "rhd", Path::Either, false});
   check({"nodes x2 ring", kInterior, 4, 2, "allreduce", "ring", Path::Either, true});
+}
+
+TEST(EngineFastPath, NcclFusedSumsAndPipelinedPhases) {
+  // Carried sums pace the next round's messages and the pipelined hierarchical plan streams its chunks: the
+  // fast path must still land on the flow model's picosecond, wherever it runs.
+  const std::pair<const char*, const char*> strategies[] = {
+      {"ring", "ring"},
+      {"hierarchical", "hierarchical"},
+      {"hierarchical auto", "{name: hierarchical, inter_node: auto}"},
+      {"hierarchical double-tree", "{name: hierarchical, inter_node: double-tree}"},
+      {"double-tree", "double-tree"},
+      {"tree", "tree"}};
+  for (int nodes : {2, 3, 4}) {
+    std::string tag = fmt::format("nccl x{} ", nodes);
+    for (const auto& [name, st] : strategies)
+      check({tag + name, kInteriorNccl, 4, nodes, "allreduce", st, Path::Either, false});
+    check({tag + "reduce-scatter", kInteriorNccl, 4, nodes, "reduce-scatter", "ring", Path::Either, false});
+  }
 }
 
 TEST(EngineFastPath, RandomShapesAgreeToThePicosecond) {
