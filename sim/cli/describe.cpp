@@ -168,6 +168,19 @@ int describe_command(const std::vector<std::string>& args) {
     Scenario sc = parse_scenario(doc);  // (the file as read above, overrides applied)
     if (!sc.collective)
       for (const Strategy& st : sc.strategies) {
+        if (const auto* ar = std::get_if<AllreduceOptions>(&st.options)) {
+          const auto [algorithm, inter_node] = allreduce_run(*ar, c);
+          std::string between;
+          if (algorithm == Algorithm::Hierarchical)
+            between = inter_node == Algorithm::Auto
+                          ? ", between nodes chosen per size (auto)"
+                          : std::string(", between nodes ") + algorithm_name(inter_node);
+          std::cout << fmt::format("  {} allreduces with {}{}{}\n", st.label, algorithm_name(algorithm),
+                                   between,
+                                   ar->library_choice && algorithm == Algorithm::Hierarchical
+                                       ? " (no algorithm given: NCCL's choice under its protocols)"
+                                       : "");
+        }
         MemoryEstimate e = MemoryModel(sc, st).at(nodes);
         std::cout << fmt::format(
             "  run of {} at {} nodes: about {:.3g} tasks over {} steps, up to {:.3g} flows at once, {:.3g} "

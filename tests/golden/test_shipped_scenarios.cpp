@@ -136,6 +136,27 @@ TEST(ShippedScenarios, DescribePrintsWhereNcclRunsNvls) {
   EXPECT_NE(line("8 GiB").find("NCCL runs nvls NVLS"), std::string::npos) << out;
 }
 
+TEST(ShippedScenarios, DescribeSaysWhatEachAllreduceStrategyRuns) {
+  // DDP and Horovod without an algorithm run NCCL's choice where the cluster runs NCCL's protocols (Alps in
+  // horovod-mnist), the ring elsewhere (the Horovod guide's 25 GbE cluster).
+  auto describe = [](const std::string& scenario) {
+    auto [status, out] = ddlsim_test::run_ddlsim(
+        "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/" + scenario + "'",
+        ddlsim_test::Capture::Both);
+    EXPECT_EQ(status, 0) << out;
+    return out;
+  };
+  std::string alps = describe("horovod-mnist.yaml");
+  EXPECT_NE(
+      alps.find(
+          "  ddp allreduces with hierarchical, between nodes chosen per size (auto) (no algorithm given: "
+          "NCCL's choice under its protocols)"),
+      std::string::npos)
+      << alps;
+  std::string guide = describe("horovod-guide-128gpu.yaml");
+  EXPECT_NE(guide.find("  horovod allreduces with ring\n"), std::string::npos) << guide;
+}
+
 TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
   // A star of one-GPU hosts has no two GPUs in one node, so the intra-node comm class never applies.
   auto [status, out] = ddlsim_test::run_ddlsim(

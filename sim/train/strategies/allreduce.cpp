@@ -69,9 +69,8 @@ class AllreduceStep : public StepBuilder {
         return g.add_delay(Time::from_seconds(o_.cycle_time / 2 + rounds * lat), Category::Communication, -1,
                            k, g.label("horovod negotiation"));
       };
-    const bool nccl = o_.library_choice && ctx.cluster.comm.nccl_protocols;
-    TaskId last = ctx.bucket_collectives(nccl ? Algorithm::Hierarchical : o_.algorithm, "allreduce", prev_,
-                                         nccl ? Algorithm::Auto : o_.inter_node, negotiation, o_.channels);
+    const auto [algorithm, inter_node] = allreduce_run(o_, ctx.cluster);
+    TaskId last = ctx.bucket_collectives(algorithm, "allreduce", prev_, inter_node, negotiation, o_.channels);
     uint32_t l_upd = g.label("optimizer update");
     for (uint32_t w = 0; w < p; ++w) {
       TaskId upd = g.add_compute(ctx.gpu[w], Time::from_seconds(ctx.update_time(1.0)),
@@ -115,6 +114,11 @@ void configure_flat_allreduce(Strategy& s, const OptionReader& o) {
   a.overlap = false;
   configure_common(a, o);
   s.options = a;
+}
+
+std::pair<Algorithm, Algorithm> allreduce_run(const AllreduceOptions& o, const Cluster& cluster) {
+  if (o.library_choice && cluster.comm.nccl_protocols) return {Algorithm::Hierarchical, Algorithm::Auto};
+  return {o.algorithm, o.inter_node};
 }
 
 std::unique_ptr<StepBuilder> allreduce_builder(const Strategy& s) {

@@ -201,6 +201,9 @@ void configure_ddp(Strategy& s, const OptionReader& o);
 void configure_horovod(Strategy& s, const OptionReader& o);
 void configure_flat_allreduce(Strategy& s, const OptionReader& o);
 std::unique_ptr<StepBuilder> allreduce_builder(const Strategy& s);
+// The allreduce an allreduce strategy runs on `cluster` and what it runs between nodes (library_choice
+// resolved).
+std::pair<Algorithm, Algorithm> allreduce_run(const AllreduceOptions& o, const Cluster& cluster);
 void configure_zero(Strategy& s, const OptionReader& o);
 std::unique_ptr<StepBuilder> zero_builder(const Strategy& s);
 void configure_ps(Strategy& s, const OptionReader& o);
