@@ -94,15 +94,9 @@ constexpr const char* kInterior = R"(
 
 // The same node interiors under NCCL's protocols: sums fused with the next step (slow enough, 30 GB/s, that
 // they pace it) and the hierarchical phases pipelined in 1 MiB chunks per channel.
-constexpr const char* kInteriorNccl = R"(
-  gpu: a100-40gb
-  node:
-    gpus: 4
-    nics: 2
-    gpu_link: {{kind: nvlink-mesh, bandwidth: 100GB/s, latency: 700ns}}
-    pcie: {{bandwidth: 32GB/s, latency: 400ns}}
-  network: {{kind: star, link: {{bandwidth: 200Gb/s, latency: 1us}}}}
-  comm: {{protocols: nccl, reduce_bandwidth_gpu: 30GB/s, pipeline_chunk: 1MiB}})";
+const std::string kInteriorNccl =
+    std::string(kInterior) +
+    "\n  comm: {{protocols: nccl, reduce_bandwidth_gpu: 30GB/s, pipeline_chunk: 1MiB}}";
 
 constexpr const char* kComm = R"(
   comm: {alpha_inter: 3us, alpha_intra: 1500ns, efficiency_inter: 0.9, reduce_bandwidth_gpu: 120GB/s,

@@ -96,22 +96,33 @@ TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
   }
 }
 
+// One collective run (`ddlsim run SCENARIO ARGS --format csv` of one strategy): what ran and its busbw.
+struct OneRun {
+  std::string algorithm;
+  double busbw = 0;
+};
+OneRun run_one(const std::string& scenario, const std::string& args) {
+  auto o = ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/" + scenario +
+                                   "' --format csv " + args);
+  EXPECT_EQ(o.status, 0) << o.out;
+  CsvTable t = parse_csv(o.out, "run output");
+  EXPECT_EQ(t.rows.size(), 1u) << o.out;
+  if (t.rows.size() != 1) return {};
+  return {t.rows[0][t.column("algorithm")], std::stod(t.rows[0][t.column("busbw_GBps")])};
+}
+
 TEST(PublishedCollectives, H800OneNodeWithNvlsOutOfSample) {
   // The same node with the H800's NVLink, 200 GB/s each way (8 NVLink 4 links) and nothing else changed:
   // NVIDIA/nccl#1374 reports an NVLS allreduce busbw of 215 GB/s on 8 H800 at large sizes. The model, fitted
   // to nothing there: 200·0.822·0.85 / (1 + 1/8) GB/s algbw at the plateau, busbw x 2·7/8 = 217 GB/s, less
   // the per-loop step latency: within 5%.
-  auto o = ddlsim_test::run_ddlsim(
-      "run '" + std::string(DDLSIM_SOURCE_DIR) +
-      "/scenarios/dgx-h100-nccl-tests.yaml' --format csv --set workload.bytes=8GiB --set 'strategies=[{name: "
-      "hierarchical, label: nccl, inter_node: auto}]' --set 'cluster.node={gpus: 8, nics: 8, gpu_link: "
-      "{kind: "
-      "nvswitch, bandwidth: 200GB/s, latency: 1us, nvls: true}, pcie: {bandwidth: 63GB/s, latency: 0.5us}}'");
-  ASSERT_EQ(o.status, 0) << o.out;
-  CsvTable t = parse_csv(o.out, "run output");
-  ASSERT_EQ(t.rows.size(), 1u) << o.out;
-  EXPECT_EQ(t.rows[0][t.column("algorithm")], "nvls");
-  EXPECT_NEAR(std::stod(t.rows[0][t.column("busbw_GBps")]), 215, 0.05 * 215);
+  OneRun r =
+      run_one("dgx-h100-nccl-tests.yaml",
+              "--set workload.bytes=8GiB --set 'strategies=[{name: hierarchical, label: nccl, inter_node: "
+              "auto}]' --set 'cluster.node={gpus: 8, nics: 8, gpu_link: {kind: nvswitch, bandwidth: "
+              "200GB/s, latency: 1us, nvls: true}, pcie: {bandwidth: 63GB/s, latency: 0.5us}}'");
+  EXPECT_EQ(r.algorithm, "nvls");
+  EXPECT_NEAR(r.busbw, 215, 0.05 * 215);
 }
 
 TEST(PublishedCollectives, A100OneNodeOutOfSample) {
@@ -120,14 +131,9 @@ TEST(PublishedCollectives, A100OneNodeOutOfSample) {
   // GPUs at NCCL's own A100 NVLink rate, 20 of 25 GB/s per link (efficiency_intra 0.8 of 300 GB/s = 240
   // GB/s), its sums fused with the transfers (at HBM / 2.6 they are faster), less 14 steps of latency:
   // within 5% (238 GB/s).
-  auto o = ddlsim_test::run_ddlsim("run '" + std::string(DDLSIM_SOURCE_DIR) +
-                                   "/scenarios/aws-p4de-nccl-tests.yaml' --format csv --set cluster.nodes=1 "
-                                   "--set workload.bytes=1GiB");
-  ASSERT_EQ(o.status, 0) << o.out;
-  CsvTable t = parse_csv(o.out, "run output");
-  ASSERT_EQ(t.rows.size(), 1u) << o.out;
-  EXPECT_EQ(t.rows[0][t.column("algorithm")], "hierarchical/ring");
-  EXPECT_NEAR(std::stod(t.rows[0][t.column("busbw_GBps")]), 230.8, 0.05 * 230.8);
+  OneRun r = run_one("aws-p4de-nccl-tests.yaml", "--set cluster.nodes=1 --set workload.bytes=1GiB");
+  EXPECT_EQ(r.algorithm, "hierarchical/ring");
+  EXPECT_NEAR(r.busbw, 230.8, 0.05 * 230.8);
 }
 
 }  // namespace
