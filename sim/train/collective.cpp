@@ -668,7 +668,11 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         between.algorithm = resolve_inter_node(c);
         between.ranks = p / c.ranks_per_node;
         between.bytes = c.bytes / c.ranks_per_node;
-        if (c.chunks > 1 && between.algorithm == Algorithm::Ring && between.ranks > 1 && c.ranks_per_node > 1)
+        // Between two nodes NCCL's double tree moves what a ring does (each node sends the other half the
+        // buffer up one tree and half down the other, and gets as much): pipelined alike.
+        const bool ring = between.algorithm == Algorithm::Ring ||
+                          (between.algorithm == Algorithm::DoubleTree && between.ranks == 2);
+        if (c.chunks > 1 && ring && between.ranks > 1 && c.ranks_per_node > 1)
           return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes,
                                                              std::min(c.chunks, kMaxPipelineChunks));
         return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));

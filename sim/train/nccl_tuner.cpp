@@ -83,8 +83,11 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   // the two trees; a hierarchical plan's GPU sends one message at a time, two in a double tree) share that
   // bound.
   const double ch = std::max<uint32_t>(1, shape.channels);
+  // Between two nodes a hierarchical plan runs its double tree as its pipelined ring (make_plan): one message
+  // at a time.
+  const bool two_node_tree = hierarchical && algorithm == Algorithm::DoubleTree && nodes == 2;
   const double plan_channels =
-      algorithm == Algorithm::DoubleTree
+      algorithm == Algorithm::DoubleTree && !two_node_tree
           ? 2
           : (!hierarchical && gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
   // The hardware of a step inside a node (NVLink or PCIe) and the bus bandwidth the cluster gives a ring:
@@ -98,6 +101,11 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   const double intra = gpn > 1 ? intra_node_cost(c, shape.bytes / p).rate : 0;
   const double inter = nodes > 1 ? inter_node_cost(c, shape.bytes / p).rate : 0;
   double bus = nodes == 1 ? intra : (gpn > 1 ? std::min(intra, ch * inter) : ch * inter);
+  // On two nodes NCCL's tuner takes a graph's intra-node bandwidth (tuning.cc: nNodes <= 2 ? bwIntra :
+  // bwInter), and its search lets a tree's be up to twice its inter-node one (search.cc: "increase bwIntra
+  // for trees (2 nodes or collnet)") while a ring's stays equal to it: the tree, which sends each byte across
+  // once each way, beats the NICs there.
+  if (algorithm == Algorithm::DoubleTree && nodes == 2 && gpn > 1) bus = std::min(intra, 2 * ch * inter);
   bus /= 1e9;  // GB/s, as NCCL's constants
   const bool ll128 = compcap >= 70 && (gpn == 1 || intra_hw == kNvLink);
   const double ll_max = kLlMaxBw[nodes == 1 ? gen : 0][n_idx];

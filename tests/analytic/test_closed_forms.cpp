@@ -378,6 +378,26 @@ TEST(ClosedForm, NcclProtocolBoundIsPerChannel) {
     expect_rel(run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{fast}).time_s, want);
 }
 
+TEST(ClosedForm, NcclTunerTakesTheTreeOnTwoNodes) {
+  // NCCL's tuner costs a graph by its intra-node bandwidth on two nodes and by its inter-node one beyond,
+  // and its search lets a tree's intra-node bandwidth be up to twice the inter-node one (a ring's stays equal
+  // to it). Nodes of 8 A100s over 4 EFA NICs (aws-p4de-efa), 1 GiB: on two nodes the tree's bus bandwidth is
+  // min(NVLink, 2 x 4 NICs) against the ring's 4 NICs, so NCCL takes the tree (which sends each byte across
+  // once each way, and beats the NICs there); on three nodes both get the NICs' and the ring, with
+  // p/(2(p-1)) of it as algorithm bandwidth against the tree's 1/2, wins.
+  for (int nodes : {2, 3}) {
+    Scenario sc =
+        scenario_from(fmt::format("name: tree\ncluster: {{topology: aws-p4de-efa, nodes: {}}}\n"
+                                  "workload: {{collective: allreduce, bytes: 1GiB}}\nstrategies: [ring]\n",
+                                  nodes));
+    Cluster cluster = build_cluster(sc.cluster, nodes);
+    CollectiveShape shape{Algorithm::Hierarchical, static_cast<uint32_t>(8 * nodes), 8, 0, 1073741824.0,
+                          Algorithm::Auto};
+    shape.channels = ring_channels(cluster, 0);
+    EXPECT_EQ(nccl_inter_node(shape, cluster), nodes == 2 ? Algorithm::DoubleTree : Algorithm::Ring) << nodes;
+  }
+}
+
 TEST(ClosedForm, NcclTunerPicksTheHierarchicalAlgorithmBetweenNodes) {
   // With NCCL's protocols, `inter_node: auto` takes ring or double tree as NCCL's tuner does: the algorithm
   // of its fastest estimate over both algorithms and every protocol (without them, the α-β estimate of the

@@ -64,15 +64,20 @@ TEST(PublishedCollectives, AwsP4deTwoNodesOverEfa) {
                                      "--ranks 16 --ranks-per-node 8");
   ASSERT_EQ(sizes.size(), 29u);
   EXPECT_EQ(hold(sizes), 7);  // 32 MiB to 2 GiB
-  // There NCCL's phases run pipelined (2 MiB chunks) over EFA links that carry 340 of 400 Gb/s: within 5%
-  // (the phases one after the other fell 23% short at 2 GiB).
-  for (const Size& s : sizes)
+  // On two nodes NCCL runs its tree at every size (its search lets a tree's intra-node bandwidth be twice the
+  // inter-node one there: NVIDIA/nccl src/graph/search.cc; its maintainers in NVIDIA/nccl-tests#169 and
+  // #196), pipelined in 2 MiB chunks through the nodes' GPUs, over EFA links that carry 340 of 400 Gb/s:
+  // from 32 MiB within 10% (2 GiB: 75.4 against 78.3 GB/s; the phases one after the other fell 23% short),
+  // and every size within 27% (taking NCCL's ring there instead missed 2 MiB by 46%).
+  for (const Size& s : sizes) {
+    EXPECT_LE(s.rel_error, 0.27) << s.bytes << " B";
     if (s.bytes >= 32 << 20) {
-      EXPECT_LE(s.rel_error, 0.05) << s.bytes << " B";
+      EXPECT_LE(s.rel_error, 0.10) << s.bytes << " B";
     }
-  // What NCCL's tuner runs there: the double tree with LL at 8 B, the ring with Simple at 2 GiB.
+  }
+  // What NCCL's tuner runs there: the double tree, with LL at 8 B and Simple at 2 GiB.
   EXPECT_EQ(sizes.front().algorithm + " " + sizes.front().protocol, "hierarchical/double-tree LL");
-  EXPECT_EQ(sizes.back().algorithm + " " + sizes.back().protocol, "hierarchical/ring Simple");
+  EXPECT_EQ(sizes.back().algorithm + " " + sizes.back().protocol, "hierarchical/double-tree Simple");
 }
 
 TEST(PublishedCollectives, DgxH100OneNodeWithNvls) {
