@@ -621,6 +621,12 @@ Algorithm resolve_inter_node(const CollectiveShape& c) {
              : Algorithm::Ring;
 }
 
+bool pipelined_hierarchical(const CollectiveShape& c, Algorithm between) {
+  const uint32_t nodes = c.ranks_per_node > 0 ? c.ranks / c.ranks_per_node : 0;
+  return c.chunks > 1 && c.ranks_per_node > 1 && nodes > 1 &&
+         (between == Algorithm::Ring || (between == Algorithm::DoubleTree && nodes == 2));
+}
+
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
@@ -668,11 +674,7 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         between.algorithm = resolve_inter_node(c);
         between.ranks = p / c.ranks_per_node;
         between.bytes = c.bytes / c.ranks_per_node;
-        // Between two nodes NCCL's double tree moves what a ring does (each node sends the other half the
-        // buffer up one tree and half down the other, and gets as much): pipelined alike.
-        const bool ring = between.algorithm == Algorithm::Ring ||
-                          (between.algorithm == Algorithm::DoubleTree && between.ranks == 2);
-        if (c.chunks > 1 && ring && between.ranks > 1 && c.ranks_per_node > 1)
+        if (pipelined_hierarchical(c, between.algorithm))
           return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes,
                                                              std::min(c.chunks, kMaxPipelineChunks));
         return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));

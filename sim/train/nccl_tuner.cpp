@@ -83,11 +83,9 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   // the two trees; a hierarchical plan's GPU sends one message at a time, two in a double tree) share that
   // bound.
   const double ch = std::max<uint32_t>(1, shape.channels);
-  // Between two nodes a hierarchical plan runs its double tree as its pipelined ring (make_plan; with
-  // pipeline_chunk none its two trees still send at once, and this bound is then twice theirs).
-  const bool two_node_tree = hierarchical && algorithm == Algorithm::DoubleTree && nodes == 2;
+  // A hierarchical plan pipelined between two nodes runs its double tree as its ring: one message at a time.
   const double plan_channels =
-      algorithm == Algorithm::DoubleTree && !two_node_tree
+      algorithm == Algorithm::DoubleTree && !(hierarchical && pipelined_hierarchical(shape, algorithm))
           ? 2
           : (!hierarchical && gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
   // The hardware of a step inside a node (NVLink or PCIe) and the bus bandwidth the cluster gives a ring:

@@ -131,7 +131,7 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     }
   }
   // comm.pipeline_chunk: the hierarchical allreduce's phases pipelined in chunks of that many bytes per
-  // channel (make_plan pipelines it when it runs a ring between nodes).
+  // channel (make_plan pipelines it where pipelined_hierarchical says).
   if (const double chunk = cluster.comm.pipeline_chunk_bytes();
       chunk > 0 && shape.algorithm == Algorithm::Hierarchical) {
     double chunks = std::ceil(shape.bytes / (std::max<uint32_t>(1, shape.channels) * chunk));
