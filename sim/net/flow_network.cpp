@@ -362,6 +362,9 @@ namespace {
 constexpr double kSlack = 1e-11;
 // Rounds of growth before the region becomes its whole connected component (bounds the work of a cascade).
 constexpr int kGrowthRounds = 6;
+// Times one link may be handed on by class steps in one resolve (a chain of re-shares that comes back to a
+// link ends in the region solve instead).
+constexpr uint32_t kMaxRefills = 8;
 }  // namespace
 
 void FlowNetwork::resolve(Time now) {
@@ -415,9 +418,10 @@ void FlowNetwork::resolve(Time now) {
   // A link a flow left: one class step when its flows allow it, else the region takes the flows certified on
   // it (a link a flow left can give more only to them; the others keep their certificates).
   kept = 0;
-  for (LinkId l : dirty_links_) {
+  for (size_t i = 0; i < dirty_links_.size(); ++i) {
+    LinkId l = dirty_links_[i];
     links_[l].dirty = false;
-    if (links_[l].fast == stamp_ || class_step(l, {}, now)) continue;
+    if ((links_[l].fast == stamp_ && links_[l].refill != stamp_) || class_step(l, {}, now)) continue;
     dirty_links_[kept++] = l;
   }
   dirty_links_.resize(kept);
@@ -451,8 +455,9 @@ void FlowNetwork::resolve(Time now) {
   for (FlowId f : region_flows_) set_rate(f, flows_[f].trial, now);
 }
 
-// The link a new flow may join the class of: the one link on its route with a class, else the shared link
-// with the smallest even share (a class may form there); kUncertified when none or several have a class.
+// The link a new flow may join the class of: the link on its route whose class has the lowest rate (where a
+// max-min flow through several classes is held), else the shared link with the smallest even share (a class
+// may form there); kUncertified when there is none. The class step checks that the choice is right.
 LinkId FlowNetwork::class_target(FlowId f) const {
   LinkId best = kUncertified;
   bool found = false;
@@ -461,9 +466,8 @@ LinkId FlowNetwork::class_target(FlowId f) const {
     const Link& l = links_[m];
     if (l.incast != kNoIncast) continue;  // no class on an incast link: its capacity moves with its senders
     if (!l.members.empty()) {
-      if (found) return kUncertified;
+      if (!found || l.cls_rate < links_[best].cls_rate) best = m;
       found = true;
-      best = m;
     } else if (!found && l.flows.size() > 1) {
       double s = l.capacity / static_cast<double>(l.flows.size());
       if (s < best_share) {
@@ -533,6 +537,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   const double d = share - old;
   ++check_;
   delta_links_.clear();
+  refills_.clear();
   double own = 0;  // the load change on l
   auto add = [&](FlowId g, double change) {
     own += change;
@@ -581,16 +586,36 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       double limit = lm.capacity * (1 - kSlack);
       if (lm.est + std::max(0.0, lm.delta) < limit - lm.capacity * 1e-7) continue;  // clear of the drift
       refresh_link(m);
-      if (!(lm.load + std::max(0.0, exact_delta(m)) < limit)) {
-        ok = false;
-        break;
+      double x = exact_delta(m);
+      if (lm.load + std::max(0.0, x) < limit) continue;
+      // Saturated: the step may still go when m's own flows (certified on it) take what it frees (x <= 0)
+      // or give what it takes and stay above the share; they are re-shared next (`refill`).
+      if (lm.incast == kNoIncast && (lm.refilled != stamp_ || lm.refills < kMaxRefills) &&
+          (x <= 0 || can_give(m, x, share))) {
+        refills_.push_back(m);
+        continue;
       }
+      ok = false;
+      break;
     }
   }
   for (LinkId m : delta_links_) {
     links_[m].fixing = 0;
     if (ok) links_[m].est += links_[m].delta;
   }
+  if (ok)
+    for (LinkId m : refills_) {
+      Link& lm = links_[m];
+      if (lm.refilled != stamp_) lm.refills = 0;
+      lm.refilled = stamp_;
+      ++lm.refills;
+      lm.refill = stamp_;
+      ++refill_marks_;
+      if (!lm.dirty) {
+        lm.dirty = true;
+        dirty_links_.push_back(m);
+      }
+    }
   if (!ok) {
     for (FlowId f : joiners) flows_[f].joining = false;
     return false;
@@ -619,9 +644,27 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   l.cls_rate = share;
   l.cls_cap = cap;
   l.fast = stamp_;
+  l.refill = 0;
   ++class_updates_;
   place_head(lid);
   return true;
+}
+
+// Whether saturated link m, whose load a class step raises by x (its flows at share), has flows certified on
+// it that can give up x and stay above the share (their re-share then follows, see `refill`). This also keeps
+// what the other flows hold on m below its capacity, so that the flows certified there never face a residual
+// of zero in the region solve.
+bool FlowNetwork::can_give(LinkId m, double x, double share) const {
+  uint32_t k = 0;
+  double mine = 0;
+  for (FlowId g : links_[m].flows) {
+    const Flow& fg = flows_[g];
+    if (fg.joining || fg.bottleneck != m) continue;
+    ++k;
+    mine += rate_of(g);
+  }
+  const Link& lm = links_[m];
+  return k > 0 && lm.load + x - mine + share * static_cast<double>(k) < lm.capacity * (1 - kSlack);
 }
 
 bool FlowNetwork::alone(FlowId f) const {

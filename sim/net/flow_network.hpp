@@ -13,8 +13,10 @@
 // and each member's finish tag (V at its start + its bytes) in a per-link heap; only the class's first member
 // sits in the completion heap. A flow joining or leaving the link changes the class rate in one step when
 // every other certificate provably stays valid (the held flows on the link are certified elsewhere and below
-// the new share, the members' other links stay unsaturated); otherwise the flows concerned leave the class
-// and the region solve above takes over.
+// the new share, the members' other links stay unsaturated, or are saturated links whose own flows can take
+// what the step frees there or give what it takes and stay above the new share: those links are re-shared
+// next, by a class step of their own or the region); otherwise the flows concerned leave the class and the
+// region solve above takes over.
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -103,6 +105,7 @@ class FlowNetwork {
   uint64_t region_growths() const { return growths_; }         // rounds that grew a region
   uint64_t component_fallbacks() const { return fallbacks_; }  // regions that became whole components
   uint64_t class_updates() const { return class_updates_; }    // joins and leaves done by a class step
+  uint64_t class_refills() const { return refill_marks_; }     // saturated links a class step handed on
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
@@ -142,6 +145,11 @@ class FlowNetwork {
     double delta = 0;      // class step scratch: load change
     double est = 0;        // the flows' rates summed as they change (drifts by rounding; 0 when empty)
     uint32_t fast = 0;     // == stamp_: a class step settled this link in this resolve
+    // == stamp_: a class step elsewhere moved this saturated link's load, and the flows certified here have
+    // not been re-shared since (they take what it freed, or give what it took)
+    uint32_t refill = 0;
+    uint32_t refilled = 0;  // == stamp_: `refills` counts this resolve's marks (at most kMaxRefills)
+    uint32_t refills = 0;
     // processor-sharing class (flows certified here at one rate)
     std::vector<FlowId> members;  // heap by (vtag, order)
     double cls_rate = 0;
@@ -191,6 +199,7 @@ class FlowNetwork {
     bool fixed = false;
   };
   bool alone(FlowId f) const;
+  bool can_give(LinkId m, double x, double share) const;
   double alone_rate(FlowId f);
   void add_to_region(FlowId f);
   bool solve_region();
@@ -240,6 +249,7 @@ class FlowNetwork {
   std::vector<std::pair<LinkId, FlowId>> joins_;  // class step scratch
   std::vector<FlowId> join_group_;
   std::vector<LinkId> delta_links_;
+  std::vector<LinkId> refills_;
   std::vector<FlowId> cands_;
   Time now_;
   uint32_t stamp_ = 0;
@@ -251,6 +261,7 @@ class FlowNetwork {
   uint64_t growths_ = 0;
   uint64_t fallbacks_ = 0;
   uint64_t class_updates_ = 0;
+  uint64_t refill_marks_ = 0;
 };
 
 }  // namespace ddlsim

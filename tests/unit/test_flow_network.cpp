@@ -852,6 +852,82 @@ TEST(FlowNetworkProperties, ColocatedAllToAllCompletionTimesMatchAFluidReference
   }
 }
 
+// Parameter servers partitioned over the hosts of a leaf-spine fabric with destination routing (each bucket
+// to one server, as BytePS partitions): host h has an uplink and a downlink, leaf L an uplink and a downlink
+// to each spine, and a flow between leaves climbs the spine that its destination's index selects (h mod
+// spines, InfiniBand's d-mod-k). So a server's incast from other leaves shares its spine downlink with the
+// pulls that go to hosts of the same index: that link and the server's downlink saturate together, with
+// different flows certified on each (the class steps that hand a saturated link on to its own flows).
+RandomCase spine_incast_case(uint64_t seed, size_t leaves, size_t hosts_per_leaf, size_t spines,
+                             size_t buckets) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  RandomCase c;
+  auto add = [&](double cap) {
+    c.capacity.push_back(cap);
+    return static_cast<LinkId>(c.capacity.size() - 1);
+  };
+  const size_t hosts = leaves * hosts_per_leaf;
+  std::vector<LinkId> up(hosts), down(hosts), spine_up(leaves * spines), spine_down(leaves * spines);
+  for (size_t h = 0; h < hosts; ++h) {
+    up[h] = add(25 * kGB);
+    down[h] = add(25 * kGB);
+  }
+  for (size_t i = 0; i < leaves * spines; ++i) {
+    spine_up[i] = add(25 * kGB);
+    spine_down[i] = add(25 * kGB);
+  }
+  auto route = [&](size_t a, size_t b) {
+    size_t la = a / hosts_per_leaf, lb = b / hosts_per_leaf, k = b % spines;
+    if (la == lb) return std::vector<LinkId>{up[a], down[b]};
+    return std::vector<LinkId>{up[a], spine_up[la * spines + k], spine_down[lb * spines + k], down[b]};
+  };
+  for (size_t b = 0; b < buckets; ++b) {
+    size_t server = (b * 5 + seed) % hosts;
+    for (size_t w = 0; w < hosts; ++w) {
+      if (w == server) continue;
+      double start = 0.0005 * static_cast<double>(b) + uniform(0, 0.002);
+      FlowSpec push, pull;
+      push.route = route(w, server);
+      pull.route = route(server, w);
+      push.bytes = pull.bytes = std::pow(10.0, uniform(6, 7));
+      push.cap = pull.cap = seed % 2 == 0 ? 22.5 * kGB : 0;  // a flow at 90% of the NIC, or unbounded
+      push.start = Time::from_seconds(start);
+      pull.start = Time::from_seconds(start + uniform(0.0005, 0.003));
+      c.flows.push_back(push);
+      c.flows.push_back(pull);
+    }
+  }
+  return c;
+}
+
+TEST(FlowNetworkProperties, SpineIncastHandOnKeepsTheCertificateAndTheReferenceRates) {
+  uint64_t refills = 0, class_updates = 0;
+  for (uint64_t seed = 8401; seed <= 8416; ++seed) {
+    RandomCase c = spine_incast_case(seed, 2 + seed % 3, 3 + seed % 4, 1 + seed % 3, 3 + seed % 4);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    refills += net.class_refills();
+    class_updates += net.class_updates();
+  }
+  EXPECT_GT(refills, 100u);  // class steps handed saturated links on
+  EXPECT_GT(class_updates, 1000u);
+}
+
+TEST(FlowNetworkProperties, SpineIncastCompletionTimesMatchAFluidReference) {
+  for (uint64_t seed = 8501; seed <= 8508; ++seed) {
+    RandomCase c = spine_incast_case(seed, 2 + seed % 2, 3 + seed % 3, 1 + seed % 2, 3 + seed % 2);
+    FlowNetwork net = build(c, 1.0);
+    auto done = simulate(net, c.flows);
+    std::vector<double> want = reference_finish(c);
+    ASSERT_EQ(done.size(), c.flows.size());
+    for (const Completion& x : done)
+      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+          << "seed " << seed << " flow " << x.tag;
+  }
+}
+
 // Incast links: capacity = line rate x g(n), n the distinct senders (first links) with flows on the link.
 const IncastCurve kHalfAtFour{{{1, 1.0}, {4, 0.5}, {16, 0.25}}};
 
