@@ -127,23 +127,25 @@ class FlowNetwork {
     uint32_t back;   // index in links_[link].in_classes
   };
   struct Link {
+    // The first 64 bytes hold what a class step reads and writes on each link its members cross.
     double capacity = 0;
+    std::vector<FlowId> flows;  // active flows on this link
+    double est = 0;             // the flows' rates summed as they change (drifts by rounding; 0 when empty)
+    double delta = 0;           // class step scratch: load change
+    uint32_t fixing = 0;        // flows fixed on this link in the current round (class step: its flows here)
+    uint32_t crossing = 0;      // class step scratch: members crossing this link
+    uint32_t stamp = 0;
     uint32_t incast = kNoIncast;  // incast links: index in incasts_ (the rest carry none of that state)
     Time latency;
-    std::vector<FlowId> flows;  // active flows on this link
-    uint32_t stamp = 0;
     bool dirty = false;
     // solver scratch
     double residual = 0;  // capacity left to the region's flows
     double share = 0;     // residual / unfixed
     uint32_t unfixed = 0;
-    uint32_t fixing = 0;   // flows fixed on this link in the current round
     double demand = 0;     // sum over the region's flows of an upper bound on their rates
     uint32_t checked = 0;  // check_ when load and top below are current
     double load = 0;       // sum of the flows' rates (trial rates for region flows)
     double top = 0;        // the largest of those rates
-    double delta = 0;      // class step scratch: load change
-    double est = 0;        // the flows' rates summed as they change (drifts by rounding; 0 when empty)
     uint32_t fast = 0;     // == stamp_: a class step settled this link in this resolve
     // == stamp_: a class step elsewhere moved this saturated link's load, and the flows certified here have
     // not been re-shared since (they take what it freed, or give what it took)
@@ -161,7 +163,6 @@ class FlowNetwork {
     // walking every member's route), and on every link, the classes whose members cross it.
     std::vector<ClassLink> cls_links;
     std::vector<std::pair<LinkId, uint32_t>> in_classes;  // (class link, index in its cls_links)
-    uint32_t crossing = 0;                                // class step scratch: members crossing this link
     uint32_t scanned = 0;  // == check_: grow_region took its held flows above scan_above in this round
     double scan_above = 0;
     double held_max = 0;  // the largest rate of a held flow on it (when scanned)
