@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
     int64_t nodes = quick ? 4 : 64;
     ps_training(fmt::format("ps-train-resnet50-{}x4-dedicated", nodes), nodes,
                 "{name: ps, servers: 4, placement: dedicated}");
-    int64_t colocated = quick ? 4 : 16;  // (64 nodes colocated still takes over ten minutes)
+    int64_t colocated = quick ? 4 : 16;  // (by range: an all-to-all; bench_training --ps for more)
     ps_training(fmt::format("ps-train-resnet50-{}x{}-colocated", colocated, colocated), colocated,
                 fmt::format("{{name: ps, servers: {}, placement: colocated}}", colocated));
     collective(fmt::format("ring-{}-fast", large), large, "ring", true);

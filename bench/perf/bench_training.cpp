@@ -17,15 +17,16 @@
 //                                     topologies/alps-gh200 (Slingshot dragonfly): rings that span groups
 //                                     share local links, so the flow model runs each distinct bucket once and
 //                                     replays it
-//   ps-colocated-N                    (--ps only) ResNet-50 with sync parameter servers colocated one per
+//   ps-colocated-{partition,range}-N  (--ps only) ResNet-50 with sync parameter servers colocated one per
 //                                     node (N servers) on N nodes x 4 A100 of JUWELS Booster, warm-up + one
-//                                     step: every GPU pushes each bucket to every server (an all-to-all on
-//                                     the flow model)
+//                                     step, on the flow model: `partition` sends each 4 MB chunk to one
+//                                     server (BytePS; incasts of 4N flows), `range` splits every chunk over
+//                                     all servers (an all-to-all of 4N^2 flows per chunk)
 //   memory-*                          (--memory only) the memory estimate a run is checked against before
 //                                     it starts (MemoryModel) next to the peak RSS of the process,
 //                                     cases in ascending size so that each one's peak is the new maximum
-// Usage: bench_training [--quick | --alps | --ps [NODES] | --memory]   (--quick: 64 and 1024 GPUs instead of
-// 1024 and 16384; --ps: 256 nodes unless given)
+// Usage: bench_training [--quick | --alps | --ps [NODES SHARDING] | --memory]   (--quick: 64 and 1024 GPUs
+// instead of 1024 and 16384; --ps: partition on 256 nodes, range on 16 and 32, unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -66,18 +67,19 @@ void run_case(const std::string& name, const std::string& file, int64_t nodes, c
 }
 
 // Sync PS colocated on `nodes` nodes, one server per node, warm-up + one step.
-void ps_case(const std::string& file, int64_t nodes) {
-  std::vector<std::string> sets = {
-      "workload.steps=1", "workload.warmup_steps=1",
-      "strategies=[{name: ps, servers: " + std::to_string(nodes) + ", placement: colocated}]"};
+void ps_case(const std::string& file, int64_t nodes, const std::string& sharding) {
+  std::vector<std::string> sets = {"workload.steps=1", "workload.warmup_steps=1",
+                                   "strategies=[{name: ps, servers: " + std::to_string(nodes) +
+                                       ", placement: colocated, sharding: " + sharding + "}]"};
   Scenario sc = load_scenario(file, sets);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<TrainingResult> r = run_training(sc, {nodes}, TrainingOptions{});
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("ps-colocated-%lld, %lld, %llu, %llu, %.3f, %.1f\n", static_cast<long long>(nodes),
-              static_cast<long long>(r[0].gpus), static_cast<unsigned long long>(r[0].stats.messages),
+  std::string name = "ps-colocated-" + sharding + "-" + std::to_string(nodes);
+  std::printf("%s, %lld, %llu, %llu, %.3f, %.1f\n", name.c_str(), static_cast<long long>(r[0].gpus),
+              static_cast<unsigned long long>(r[0].stats.messages),
               static_cast<unsigned long long>(r[0].stats.flows), wall, peak_rss_mb());
-  std::printf("  ps-colocated-%lld: step %.4f s\n", static_cast<long long>(nodes), r[0].step_time_s);
+  std::printf("  %s: step %.4f s\n", name.c_str(), r[0].step_time_s);
   std::fflush(stdout);
 }
 
@@ -103,7 +105,12 @@ int main(int argc, char** argv) {
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
   std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
   if (argc > 1 && std::strcmp(argv[1], "--ps") == 0) {
-    ps_case(juwels, argc > 2 ? std::stoll(argv[2]) : 256);
+    if (argc > 2) {
+      ps_case(juwels, std::stoll(argv[2]), argc > 3 ? argv[3] : "range");
+      return 0;
+    }
+    ps_case(juwels, 256, "partition");
+    for (int64_t nodes : {16, 32}) ps_case(juwels, nodes, "range");
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--memory") == 0) {
