@@ -127,7 +127,7 @@ class FlowNetwork {
     uint32_t back;   // index in links_[link].in_classes
   };
   struct Link {
-    // The first 64 bytes hold what a class step reads and writes on each link its members cross.
+    // First, in 64 bytes together: what a class step reads and writes on each link its members cross.
     double capacity = 0;
     std::vector<FlowId> flows;  // active flows on this link
     double est = 0;             // the flows' rates summed as they change (drifts by rounding; 0 when empty)
