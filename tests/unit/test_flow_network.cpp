@@ -453,6 +453,18 @@ std::vector<double> reference_finish(const RandomCase& c, const IncastCurve* cur
   return finish;
 }
 
+// The network's completion times against reference_finish: to 1e-6 relative (picosecond rounding at every
+// rate change), 1 ns absolute.
+void expect_fluid_reference_finish(const RandomCase& c, uint64_t seed) {
+  FlowNetwork net = build(c, 1.0);
+  auto done = simulate(net, c.flows);
+  std::vector<double> want = reference_finish(c);
+  ASSERT_EQ(done.size(), c.flows.size());
+  for (const Completion& x : done)
+    ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
+        << "seed " << seed << " flow " << x.tag;
+}
+
 constexpr uint64_t kCases = 200;
 
 TEST(FlowNetworkProperties, CapacityAndMaxMinCertificate) {
@@ -530,13 +542,8 @@ TEST(FlowNetworkProperties, CompletionTimesMatchAFluidReference) {
   // doubles at every event: to 1e-6 relative (picosecond rounding at every rate change).
   for (uint64_t seed = 2001; seed <= 2000 + kCases; ++seed) {
     RandomCase c = random_case(seed, true);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -670,13 +677,8 @@ TEST(FlowNetworkProperties, IncastCompletionTimesMatchAFluidReference) {
   // Completion times through the virtual clocks agree with re-solving everything in doubles at every event.
   for (uint64_t seed = 5001; seed <= 5030; ++seed) {
     RandomCase c = incast_case(seed, 4 + seed % 29, 1 + seed % 3, 1 + seed % 2);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -716,13 +718,8 @@ TEST(FlowNetworkProperties, DragonflyLikeGlobalLinksKeepTheCertificate) {
 TEST(FlowNetworkProperties, DragonflyLikeCompletionTimesMatchAFluidReference) {
   for (uint64_t seed = 7001; seed <= 7020; ++seed) {
     RandomCase c = dragonfly_case(seed, 3 + seed % 2, 2 + seed % 2, 40 + seed % 60);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -815,13 +812,8 @@ TEST(FlowNetworkProperties, BucketIncastClassesKeepTheCertificateAndTheReference
 TEST(FlowNetworkProperties, BucketIncastCompletionTimesMatchAFluidReference) {
   for (uint64_t seed = 8101; seed <= 8116; ++seed) {
     RandomCase c = bucket_incast_case(seed, 3 + seed % 9, 1 + seed % 2, 2 + seed % 3);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -842,13 +834,8 @@ TEST(FlowNetworkProperties, ColocatedAllToAllKeepsTheCertificateAndTheReferenceR
 TEST(FlowNetworkProperties, ColocatedAllToAllCompletionTimesMatchAFluidReference) {
   for (uint64_t seed = 8301; seed <= 8308; ++seed) {
     RandomCase c = colocated_case(seed, 3 + seed % 4, 1 + seed % 3, 1 + seed % 2);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -918,13 +905,8 @@ TEST(FlowNetworkProperties, SpineIncastHandOnKeepsTheCertificateAndTheReferenceR
 TEST(FlowNetworkProperties, SpineIncastCompletionTimesMatchAFluidReference) {
   for (uint64_t seed = 8501; seed <= 8508; ++seed) {
     RandomCase c = spine_incast_case(seed, 2 + seed % 2, 3 + seed % 3, 1 + seed % 2, 3 + seed % 2);
-    FlowNetwork net = build(c, 1.0);
-    auto done = simulate(net, c.flows);
-    std::vector<double> want = reference_finish(c);
-    ASSERT_EQ(done.size(), c.flows.size());
-    for (const Completion& x : done)
-      ASSERT_NEAR(x.at.seconds(), want[x.tag], std::max(want[x.tag] * 1e-6, 1e-9))
-          << "seed " << seed << " flow " << x.tag;
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
   }
 }
 
