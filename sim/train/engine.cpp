@@ -30,6 +30,7 @@ Time Engine::run() {
     if (t.past_limit()) throw_time_overflow();  // (durations and instants within 2^62 ps: no sum wrapped)
     now_ = t;
     last = t;
+    events_.advance(t);
     // Everything at this instant first, then one rate update: simultaneous starts are solved together.
     while (true) {
       if (net.next_completion() == now_) {

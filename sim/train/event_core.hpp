@@ -2,6 +2,7 @@
 // The event and resource core of the Engine: an event queue ordered by (time, insertion order), and task
 // readiness (unfinished predecessors per task) with exclusive resources that run their tasks one at a time,
 // in the order they became ready (FIFO).
+#include <array>
 #include <cstdint>
 #include <queue>
 #include <vector>
@@ -32,22 +33,75 @@ struct Event {
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
-// Events at one time pop in the order they were scheduled.
+// Events at one time pop in the order they were scheduled. Most events of a long run are scheduled a fixed
+// delay after the instant they are scheduled at (a protocol's step latency, a message of one size at one
+// rate, a reduction): such events come in time order, so each of the few most recent delays keeps its own
+// FIFO lane, and only the others go to the heap. pop() takes the least (time, insertion order) of the heap's
+// top and the lanes' fronts, the same order the heap alone gives.
 class EventQueue {
  public:
   void schedule(Time t, EventKind kind, uint32_t a, uint32_t b = 0) {
-    queue_.push(Event{t, seq_++, kind, a, b});
+    Event e{t, seq_++, kind, a, b};
+    const int64_t delay = t.picoseconds() - now_;
+    for (Lane& lane : lanes_)
+      if (lane.delay == delay) {
+        lane.events.push_back(e);  // its times do not fall: now_ never does
+        return;
+      }
+    for (Lane& lane : lanes_)
+      if (lane.events.empty()) {  // an empty lane takes the new delay
+        lane.delay = delay;
+        lane.events.push_back(e);
+        return;
+      }
+    heap_.push(e);
   }
-  bool empty() const { return queue_.empty(); }
-  Time next_time() const { return queue_.empty() ? Time::max() : queue_.top().time; }
+  bool empty() const { return next() == nullptr; }
+  Time next_time() const {
+    const Event* e = next();
+    return e ? e->time : Time::max();
+  }
   Event pop() {
-    Event e = queue_.top();
-    queue_.pop();
-    return e;
+    const Event* e = next();
+    Event out = *e;
+    if (!heap_.empty() && e == &heap_.top()) {
+      heap_.pop();
+    } else {
+      for (Lane& lane : lanes_)
+        if (!lane.events.empty() && &lane.events[lane.head] == e) {
+          lane.pop_front();
+          break;
+        }
+    }
+    return out;
   }
+  // The engine's current instant (it never falls): delays are taken from it.
+  void advance(Time now) { now_ = now.picoseconds(); }
 
  private:
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  struct Lane {
+    int64_t delay = -1;
+    std::vector<Event> events;
+    size_t head = 0;  // the front; events is empty when no event is left
+    void pop_front() {
+      if (++head == events.size()) {
+        events.clear();
+        head = 0;
+      } else if (head >= 4096 && 2 * head >= events.size()) {  // keep it within twice what it holds
+        events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(head));
+        head = 0;
+      }
+    }
+  };
+  const Event* next() const {
+    const Event* best = heap_.empty() ? nullptr : &heap_.top();
+    for (const Lane& lane : lanes_)
+      if (!lane.events.empty() && (!best || *best > lane.events[lane.head])) best = &lane.events[lane.head];
+    return best;
+  }
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::array<Lane, 6> lanes_;
+  int64_t now_ = 0;  // advance()
   uint64_t seq_ = 0;
 };
 

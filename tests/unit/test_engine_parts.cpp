@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "sim/train/collective.hpp"
@@ -27,6 +29,37 @@ TEST(EngineEventQueue, PopsByTimeThenInsertionOrder) {
   while (!q.empty()) order.push_back(q.pop().a);
   EXPECT_EQ(order, (std::vector<uint32_t>{2, 4, 1, 3}));
   EXPECT_EQ(q.next_time(), Time::max());
+}
+
+// The queue keeps events of a few recent delays in FIFO lanes and the rest in a heap; popping must still give
+// the order of one heap by (time, insertion). A simulated engine: at each instant pop everything due, and
+// schedule new events at now + delay, the delay drawn from 12 values (more than the lanes), some zero.
+TEST(EngineEventQueue, LanesPopInTheHeapsOrder) {
+  EventQueue q;
+  std::vector<std::pair<int64_t, uint32_t>> reference;  // (time, id) in insertion order, id = insertion index
+  std::mt19937 rng(7);
+  const int64_t delays[12] = {0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144};
+  uint32_t id = 0;
+  auto add = [&](int64_t t) {
+    q.schedule(Time::ps(t), EventKind::TaskEnd, id);
+    reference.emplace_back(t, id++);
+  };
+  for (int i = 0; i < 20; ++i) add(delays[rng() % 12]);
+  std::vector<uint32_t> popped;
+  while (!q.empty() && id < 20000) {
+    const Time now = q.next_time();
+    q.advance(now);
+    while (!q.empty() && q.next_time() == now) {
+      popped.push_back(q.pop().a);
+      for (uint32_t k = rng() % 3; k > 0; --k) add(now.picoseconds() + delays[rng() % 12]);
+    }
+  }
+  while (!q.empty()) popped.push_back(q.pop().a);
+  // The heap's order: by time, then by insertion (stable_sort keeps insertion order among equal times).
+  std::stable_sort(reference.begin(), reference.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  ASSERT_EQ(popped.size(), reference.size());
+  for (size_t i = 0; i < popped.size(); ++i) ASSERT_EQ(popped[i], reference[i].second) << i;
 }
 
 TEST(EngineTaskScheduler, ResourceRunsReadyTasksOneAtATimeInFifoOrder) {
