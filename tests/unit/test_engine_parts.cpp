@@ -62,6 +62,36 @@ TEST(EngineEventQueue, LanesPopInTheHeapsOrder) {
   for (size_t i = 0; i < popped.size(); ++i) ASSERT_EQ(popped[i], reference[i].second) << i;
 }
 
+// A lane that never empties: 5000 events at 10 ps, each scheduling the next at +10 ps (the same lane) and
+// every third one also at a random delay. The lane drops its popped front once that is at least half of it
+// (and 4096 events): the order is still time, then insertion.
+TEST(EngineEventQueue, ALaneThatNeverEmptiesCompactsInOrder) {
+  EventQueue q;
+  std::vector<std::pair<int64_t, uint32_t>> reference;
+  std::mt19937 rng(11);
+  uint32_t id = 0;
+  auto add = [&](int64_t t) {
+    q.schedule(Time::ps(t), EventKind::TaskEnd, id);
+    reference.emplace_back(t, id++);
+  };
+  for (int i = 0; i < 5000; ++i) add(10);
+  std::vector<uint32_t> popped;
+  while (!q.empty()) {
+    const Time now = q.next_time();
+    q.advance(now);
+    while (!q.empty() && q.next_time() == now) {
+      popped.push_back(q.pop().a);
+      if (id >= 40000) continue;
+      add(now.picoseconds() + 10);
+      if (popped.size() % 3 == 0) add(now.picoseconds() + 1 + static_cast<int64_t>(rng() % 40));
+    }
+  }
+  std::stable_sort(reference.begin(), reference.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  ASSERT_EQ(popped.size(), reference.size());
+  for (size_t i = 0; i < popped.size(); ++i) ASSERT_EQ(popped[i], reference[i].second) << i;
+}
+
 TEST(EngineTaskScheduler, ResourceRunsReadyTasksOneAtATimeInFifoOrder) {
   TaskGraph g;
   uint32_t gpu = g.add_resource();
