@@ -31,65 +31,64 @@ TEST(EngineEventQueue, PopsByTimeThenInsertionOrder) {
   EXPECT_EQ(q.next_time(), Time::max());
 }
 
-// The queue keeps events of a few recent delays in FIFO lanes and the rest in a heap; popping must still give
-// the order of one heap by (time, insertion). A simulated engine: at each instant pop everything due, and
-// schedule new events at now + delay, the delay drawn from 12 values (more than the lanes), some zero.
-TEST(EngineEventQueue, LanesPopInTheHeapsOrder) {
+// Runs a simulated engine on an EventQueue: start(add) schedules the first events; then at each instant
+// everything due pops, and after each pop more(now, popped, scheduled, add) may schedule events at now or
+// later (add(t): one event at t ps). The pops must come in one heap's order: by time, then by insertion, i.e.
+// the insertion sequence stable-sorted by time.
+template <class Start, class More>
+void expect_heap_order(Start&& start, More&& more) {
   EventQueue q;
   std::vector<std::pair<int64_t, uint32_t>> reference;  // (time, id) in insertion order, id = insertion index
-  std::mt19937 rng(7);
-  const int64_t delays[12] = {0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144};
-  uint32_t id = 0;
   auto add = [&](int64_t t) {
+    const auto id = static_cast<uint32_t>(reference.size());
     q.schedule(Time::ps(t), EventKind::TaskEnd, id);
-    reference.emplace_back(t, id++);
+    reference.emplace_back(t, id);
   };
-  for (int i = 0; i < 20; ++i) add(delays[rng() % 12]);
-  std::vector<uint32_t> popped;
-  while (!q.empty() && id < 20000) {
-    const Time now = q.next_time();
-    q.advance(now);
-    while (!q.empty() && q.next_time() == now) {
-      popped.push_back(q.pop().a);
-      for (uint32_t k = rng() % 3; k > 0; --k) add(now.picoseconds() + delays[rng() % 12]);
-    }
-  }
-  while (!q.empty()) popped.push_back(q.pop().a);
-  // The heap's order: by time, then by insertion (stable_sort keeps insertion order among equal times).
-  std::stable_sort(reference.begin(), reference.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  ASSERT_EQ(popped.size(), reference.size());
-  for (size_t i = 0; i < popped.size(); ++i) ASSERT_EQ(popped[i], reference[i].second) << i;
-}
-
-// A lane that never empties: 5000 events at 10 ps, each scheduling the next at +10 ps (the same lane) and
-// every third one also at a random delay. The lane drops its popped front once that is at least half of it
-// (and 4096 events): the order is still time, then insertion.
-TEST(EngineEventQueue, ALaneThatNeverEmptiesCompactsInOrder) {
-  EventQueue q;
-  std::vector<std::pair<int64_t, uint32_t>> reference;
-  std::mt19937 rng(11);
-  uint32_t id = 0;
-  auto add = [&](int64_t t) {
-    q.schedule(Time::ps(t), EventKind::TaskEnd, id);
-    reference.emplace_back(t, id++);
-  };
-  for (int i = 0; i < 5000; ++i) add(10);
+  start(add);
   std::vector<uint32_t> popped;
   while (!q.empty()) {
     const Time now = q.next_time();
     q.advance(now);
     while (!q.empty() && q.next_time() == now) {
       popped.push_back(q.pop().a);
-      if (id >= 40000) continue;
-      add(now.picoseconds() + 10);
-      if (popped.size() % 3 == 0) add(now.picoseconds() + 1 + static_cast<int64_t>(rng() % 40));
+      more(now.picoseconds(), popped.size(), reference.size(), add);
     }
   }
   std::stable_sort(reference.begin(), reference.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   ASSERT_EQ(popped.size(), reference.size());
   for (size_t i = 0; i < popped.size(); ++i) ASSERT_EQ(popped[i], reference[i].second) << i;
+}
+
+// The queue keeps events of a few recent delays in FIFO lanes and the rest in a heap. Here: up to 20,000
+// events, each pop scheduling 0-2 more at now + one of 12 delays (more than the lanes), zero among them.
+TEST(EngineEventQueue, LanesPopInTheHeapsOrder) {
+  std::mt19937 rng(7);
+  const int64_t delays[12] = {0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144};
+  expect_heap_order(
+      [&](auto&& add) {
+        for (int i = 0; i < 20; ++i) add(delays[rng() % 12]);
+      },
+      [&](int64_t now, size_t, size_t scheduled, auto&& add) {
+        if (scheduled >= 20000) return;
+        for (uint32_t k = rng() % 3; k > 0; --k) add(now + delays[rng() % 12]);
+      });
+}
+
+// A lane that never empties: 5000 events at 10 ps, each scheduling the next at +10 ps (the same lane) and
+// every third one also at a random delay, up to 40,000 events. The lane drops its popped front once that is
+// at least half of it (and 4096 events), and the order holds.
+TEST(EngineEventQueue, ALaneThatNeverEmptiesCompactsInOrder) {
+  std::mt19937 rng(11);
+  expect_heap_order(
+      [](auto&& add) {
+        for (int i = 0; i < 5000; ++i) add(10);
+      },
+      [&](int64_t now, size_t popped, size_t scheduled, auto&& add) {
+        if (scheduled >= 40000) return;
+        add(now + 10);
+        if (popped % 3 == 0) add(now + 1 + static_cast<int64_t>(rng() % 40));
+      });
 }
 
 TEST(EngineTaskScheduler, ResourceRunsReadyTasksOneAtATimeInFifoOrder) {
