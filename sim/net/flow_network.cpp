@@ -364,7 +364,7 @@ constexpr double kSlack = 1e-11;
 constexpr int kGrowthRounds = 6;
 // Times one link may be handed on by class steps in one resolve (a chain of re-shares that comes back to a
 // link ends in the region solve instead).
-constexpr uint32_t kMaxRefills = 8;
+constexpr uint32_t kMaxRefills = 64;
 }  // namespace
 
 void FlowNetwork::resolve(Time now) {
@@ -483,10 +483,11 @@ LinkId FlowNetwork::class_target(FlowId f) const {
 // becomes l's even share among the members and joiners of what the flows certified elsewhere leave. Without a
 // class, the flows certified on l at one common rate form it first. Done only when the result provably is the
 // max-min allocation: every flow on l is a member, a joiner, or certified on another link at no more than the
-// new share; no member or joiner is capped below it; and every other link a member or joiner crosses stays
-// below capacity after the change (then no flow is certified on it, before or after, so no certificate
-// elsewhere moves), or carries no other flows than the members and joiners and fits them at the new share (a
-// link in series with l). Returns false, changing nothing, otherwise.
+// new share (a held flow above it moves into the class, see `movers_`); no member or joiner is capped below
+// it; and every other link a member or joiner crosses stays below capacity after the change (then no flow is
+// certified on it, before or after, so no certificate elsewhere moves), or carries no other flows than the
+// members and joiners and fits them at the new share (a link in series with l). Returns false, changing
+// nothing, otherwise.
 bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time now) {
   Link& l = links_[lid];
   if (l.incast != kNoIncast) return false;
@@ -508,6 +509,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   };
   bool ok = true;
   cands_.clear();
+  movers_.clear();
   // (Skipped when every flow on l is a member or a joiner: nothing is held there and nothing is a candidate.)
   if (l.flows.size() != l.members.size() + joiners.size()) {
     for (FlowId g : l.flows) {
@@ -525,12 +527,41 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       if (fg.bottleneck == kUncertified || fg.bottleneck == lid) ok = false;
       double r = rate_of(g);
       residual -= r;
-      held_top = std::max(held_top, r);
+      // A held flow with a rate (a member of another link's class, or in the completion heap) may have to
+      // come down to the new share (see below), unless the link it is certified on is still to be re-shared
+      // in this resolve (a class step counts on it to give there).
+      LinkId on = fg.cls != kNoClass ? fg.cls : fg.bottleneck;
+      if ((fg.cls != kNoClass || fg.heap_pos != kNotInHeap) && on != kUncertified &&
+          (on == kCapped || links_[on].refill != stamp_))
+        movers_.emplace_back(r, g);
+      else
+        held_top = std::max(held_top, r);
     }
   }
   size_t n = l.members.size() + cands_.size() + joiners.size();
-  residual = std::max(0.0, residual);
-  double share = n > 0 ? residual / static_cast<double>(n) : 0;
+  double share = n > 0 ? std::max(0.0, residual) / static_cast<double>(n) : 0;
+  // Held flows above the share (certified on another link, or at their cap, at the rate they had before l
+  // filled up) move into the class, largest first: each one that moves gives back its rate and takes the
+  // share, which rises, until the next is at or below it. Every flow on l is then at the share or below it,
+  // and the movers' other links lose load: a saturated one among them is re-shared next (`refill` below),
+  // as its own flows may take what the movers freed.
+  double mover_top = 0;
+  for (const auto& m : movers_) mover_top = std::max(mover_top, m.first);
+  if (ok && n > 0 && mover_top > share) {
+    std::sort(movers_.begin(), movers_.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    size_t moved = 0;
+    while (moved < movers_.size() && movers_[moved].first > share) {
+      residual += movers_[moved].first;
+      cap = std::min(cap, flows_[movers_[moved].second].cap);
+      cands_.push_back(movers_[moved].second);
+      flows_[movers_[moved].second].joining = true;  // (can_give: no longer one of its link's own)
+      share = std::max(0.0, residual) / static_cast<double>(n + ++moved);
+    }
+    mover_top = moved < movers_.size() ? movers_[moved].first : 0;
+  }
+  held_top = std::max(held_top, mover_top);
   ok = ok && share > 0 && held_top <= share && share <= cap;  // (no members, no candidates: joiners only)
   // Load changes on the other links of members, candidates and joiners: the members' from the class's
   // per-link counts (each member changes by d), the others' by walking their routes.
@@ -559,7 +590,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     for (uint32_t i = 0; i < links_[m].crossing; ++i) x += d;
     for (FlowId g : cands_)
       for (LinkId r : flows_[g].route)
-        if (r == m) x += share - flows_[g].rate;
+        if (r == m) x += share - rate_of(g);
     for (FlowId g : joiners)
       for (LinkId r : flows_[g].route)
         if (r == m) x += share;
@@ -574,7 +605,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       lm.delta = d * e.count;  // (to rounding; est only, and the est check's margin)
       delta_links_.push_back(e.link);
     }
-    for (FlowId g : cands_) add(g, share - flows_[g].rate);
+    for (FlowId g : cands_) add(g, share - rate_of(g));
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
       Link& lm = links_[m];
@@ -618,6 +649,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     }
   if (!ok) {
     for (FlowId f : joiners) flows_[f].joining = false;
+    for (FlowId f : cands_) flows_[f].joining = false;
     return false;
   }
   if (forming) {
@@ -628,8 +660,12 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   }
   for (FlowId g : cands_) {
     Flow& fg = flows_[g];
+    if (fg.bottleneck != lid) ++moves_;
+    if (fg.cls != kNoClass) leave_class(g, now);  // a mover from another class: an ordinary flow first
     double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
     heap_erase(g);
+    fg.joining = false;
+    fg.bottleneck = lid;  // (a candidate's already; a mover's from now)
     fg.vtag = l.vt + left;
     class_insert(lid, g);
   }

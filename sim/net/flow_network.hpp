@@ -16,7 +16,9 @@
 // the new share, the members' other links stay unsaturated, or are saturated links whose own flows can take
 // what the step frees there or give what it takes and stay above the new share: those links are re-shared
 // next, by a class step of their own or the region); otherwise the flows concerned leave the class and the
-// region solve above takes over.
+// region solve above takes over. Held flows above the new share (certified on another link, or members of
+// its class) come down into the class in the same step, largest first, and the links they were certified on
+// are re-shared next.
 #include <cstdint>
 #include <queue>
 #include <span>
@@ -106,6 +108,7 @@ class FlowNetwork {
   uint64_t component_fallbacks() const { return fallbacks_; }  // regions that became whole components
   uint64_t class_updates() const { return class_updates_; }    // joins and leaves done by a class step
   uint64_t class_refills() const { return refill_marks_; }     // saturated links a class step handed on
+  uint64_t class_moves() const { return moves_; }  // held flows a class step brought down into its class
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
@@ -252,6 +255,7 @@ class FlowNetwork {
   std::vector<LinkId> delta_links_;
   std::vector<LinkId> refills_;
   std::vector<FlowId> cands_;
+  std::vector<std::pair<double, FlowId>> movers_;  // class step scratch: held flows by rate
   Time now_;
   uint32_t stamp_ = 0;
   uint32_t check_ = 0;
@@ -263,6 +267,7 @@ class FlowNetwork {
   uint64_t fallbacks_ = 0;
   uint64_t class_updates_ = 0;
   uint64_t refill_marks_ = 0;
+  uint64_t moves_ = 0;
 };
 
 }  // namespace ddlsim

@@ -253,6 +253,37 @@ TEST(FlowNetworkBasics, EmptyNetwork) {
   EXPECT_EQ(net.active_flows(), 0u);
 }
 
+TEST(FlowNetworkBasics, AHeldFlowAboveTheNewShareMovesIntoTheClass) {
+  // L (10 GB/s) carries A, B and G; M (4 GB/s) carries G and H. Water-filling: M's share 4/2 = 2 is below
+  // L's 10/3, so G = H = 2 (certified on M) and A = B = (10 - 2)/2 = 4 (certified on L).
+  // C, D and E join L at 0.1 s. Held at 2, G would leave (10 - 2)/5 = 1.6 to the others, below G: not
+  // max-min. Filling again, L's 10/6 is now below M's 2, so A..E and G all take 10/6, and H takes what G
+  // gave back on M: 4 - 10/6 = 7/3. One class step on L moves G in with the joiners, and one on M re-shares
+  // H: no region solve.
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  LinkId m = net.add_link(Rate{4 * kGB}, Time());
+  std::vector<LinkId> on_l{l}, on_both{l, m}, on_m{m};
+  FlowId a = net.add_flow(on_l, 10 * kGB, 0, 0, Time());
+  FlowId b = net.add_flow(on_l, 10 * kGB, 0, 1, Time());
+  FlowId g = net.add_flow(on_both, 10 * kGB, 0, 2, Time());
+  FlowId h = net.add_flow(on_m, 10 * kGB, 0, 3, Time());
+  net.resolve(Time());
+  expect_rate(net.rate(g), 2 * kGB);
+  expect_rate(net.rate(h), 2 * kGB);
+  expect_rate(net.rate(a), 4 * kGB);
+  expect_rate(net.rate(b), 4 * kGB);
+  const Time t = Time::from_seconds(0.1);
+  std::vector<FlowId> joined;
+  for (uint64_t tag = 4; tag < 7; ++tag) joined.push_back(net.add_flow(on_l, 10 * kGB, 0, tag, t));
+  const uint64_t solves = net.region_solves(), steps = net.class_updates();
+  net.resolve(t);
+  for (FlowId f : {a, b, g, joined[0], joined[1], joined[2]}) expect_rate(net.rate(f), 10 * kGB / 6);
+  expect_rate(net.rate(h), 4 * kGB - 10 * kGB / 6);
+  EXPECT_EQ(net.region_solves(), solves);
+  EXPECT_EQ(net.class_updates(), steps + 2);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Properties on random networks
 
@@ -753,8 +784,11 @@ RandomCase bucket_incast_case(uint64_t seed, size_t workers, size_t servers, siz
 // Colocated parameter servers: `nodes` nodes, each with `gpus` GPUs (a link each way to the node's switch),
 // an uplink and a downlink to the fabric, and a server on the node's CPU (a link each way). Every GPU pushes
 // to every server (local pushes stay inside the node) and pulls from it after a delay: the all-to-all pattern
-// whose classes overlap (a node's uplink carries flows to every server).
-RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t buckets) {
+// whose classes overlap (a node's uplink carries flows to every server). With `rails`, a node has a NIC (an
+// uplink and a downlink) per GPU and its server uses the first, as on JUWELS Booster: GPU 0's pushes share
+// that uplink with the server's pulls, and move between the classes of the uplink and of the servers'
+// downlinks as the other flows come and go.
+RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t buckets, bool rails = false) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   RandomCase c;
@@ -762,10 +796,13 @@ RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t bucke
     c.capacity.push_back(cap);
     return static_cast<LinkId>(c.capacity.size() - 1);
   };
-  std::vector<LinkId> up(nodes), down(nodes), srv_in(nodes), srv_out(nodes), gpu_out, gpu_in;
+  const size_t nics = rails ? gpus : 1;
+  std::vector<LinkId> up(nodes * nics), down(nodes * nics), srv_in(nodes), srv_out(nodes), gpu_out, gpu_in;
   for (size_t n = 0; n < nodes; ++n) {
-    up[n] = add(25 * kGB);
-    down[n] = add(25 * kGB);
+    for (size_t k = 0; k < nics; ++k) {
+      up[n * nics + k] = add(25 * kGB);
+      down[n * nics + k] = add(25 * kGB);
+    }
     srv_in[n] = add(31.5 * kGB);
     srv_out[n] = add(31.5 * kGB);
     for (size_t g = 0; g < gpus; ++g) {
@@ -783,8 +820,9 @@ RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t bucke
         push.route = {gpu_out[w], srv_in[j]};
         pull.route = {srv_out[j], gpu_in[w]};
         if (j != node) {
-          push.route = {gpu_out[w], up[node], down[j], srv_in[j]};
-          pull.route = {srv_out[j], up[j], down[node], gpu_in[w]};
+          LinkId nic = static_cast<LinkId>(node * nics + (rails ? w % gpus : 0));  // the GPU's NIC
+          push.route = {gpu_out[w], up[nic], down[j * nics], srv_in[j]};
+          pull.route = {srv_out[j], up[j * nics], down[nic], gpu_in[w]};
         }
         push.bytes = pull.bytes = bytes;
         push.cap = pull.cap = j != node ? 22.5 * kGB : 0;  // a flow across nodes at 90% of the NIC
@@ -834,6 +872,28 @@ TEST(FlowNetworkProperties, ColocatedAllToAllKeepsTheCertificateAndTheReferenceR
 TEST(FlowNetworkProperties, ColocatedAllToAllCompletionTimesMatchAFluidReference) {
   for (uint64_t seed = 8301; seed <= 8308; ++seed) {
     RandomCase c = colocated_case(seed, 3 + seed % 4, 1 + seed % 3, 1 + seed % 2);
+    expect_fluid_reference_finish(c, seed);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FlowNetworkProperties, ColocatedRailsKeepTheCertificateAndTheReferenceRates) {
+  // Servers on the first of a node's NICs: class steps move held flows (GPU 0's pushes and pulls, certified
+  // on the shared NIC or on a server's link) into the class of the link that now binds them.
+  uint64_t moves = 0;
+  for (uint64_t seed = 8251; seed <= 8262; ++seed) {
+    RandomCase c = colocated_case(seed, 3 + seed % 5, 2 + seed % 3, 1 + seed % 3, true);
+    FlowNetwork net = build(c, 1.0);
+    run_checked(c, 1.0, seed, &net);
+    if (HasFatalFailure()) return;
+    moves += net.class_moves();
+  }
+  EXPECT_GT(moves, 100u);
+}
+
+TEST(FlowNetworkProperties, ColocatedRailsCompletionTimesMatchAFluidReference) {
+  for (uint64_t seed = 8351; seed <= 8358; ++seed) {
+    RandomCase c = colocated_case(seed, 3 + seed % 4, 2 + seed % 3, 1 + seed % 2, true);
     expect_fluid_reference_finish(c, seed);
     if (HasFatalFailure()) return;
   }
