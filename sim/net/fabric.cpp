@@ -46,6 +46,7 @@ class FabricBuilder {
 
   VertexId add_switch(std::string name, int32_t group = -1);
   void attach(VertexId sw, int64_t ports);
+  void attach_dealt(const std::vector<VertexId>& switches, int64_t ports);
   void connect_globals(const std::vector<std::vector<VertexId>>& owners, int64_t per_owner, LinkSpec spec);
   void check_connected() const;
 
@@ -125,7 +126,15 @@ VertexId FabricBuilder::add_switch(std::string name, int32_t group) {
 
 // The next `ports` endpoints (fewer at the end) hang off `sw`.
 void FabricBuilder::attach(VertexId sw, int64_t ports) {
-  for (int64_t p = 0; p < ports && next_endpoint_ < endpoints_.size(); ++p, ++next_endpoint_) {
+  attach_dealt({sw}, ports);
+}
+
+// The next switches.size() x `ports` endpoints (fewer at the end) dealt round-robin over `switches`: the k-th
+// of them hangs off switches[k mod size].
+void FabricBuilder::attach_dealt(const std::vector<VertexId>& switches, int64_t ports) {
+  const int64_t total = static_cast<int64_t>(switches.size()) * ports;
+  for (int64_t k = 0; k < total && next_endpoint_ < endpoints_.size(); ++k, ++next_endpoint_) {
+    VertexId sw = switches[static_cast<size_t>(k) % switches.size()];
     topo_.connect(endpoints_[next_endpoint_], sw, host_, LinkClass::Host);
     endpoint_switch_[next_endpoint_] = sw;
   }
@@ -253,12 +262,19 @@ void FabricBuilder::dragonfly() {
   double g = static_cast<double>(groups), a = static_cast<double>(routers);
   check_size(g * a * (a - 1) / 2 + g * a * static_cast<double>(globals) / 2 + g * (g - 1) / 2);
 
+  int64_t chassis = count("routers_per_chassis", 1);
+  if (routers % chassis != 0)
+    net_.where.at("routers_per_chassis")
+        .fail(fmt::format("routers_per_group ({}) is not a whole number of chassis of {} routers", routers,
+                          chassis));
   std::vector<std::vector<VertexId>> router(groups);
   for (int64_t gi = 0; gi < groups; ++gi) {
-    for (int64_t r = 0; r < routers; ++r) {
+    for (int64_t r = 0; r < routers; ++r)
       router[gi].push_back(add_switch(fmt::format("g{}.r{}", gi, r), static_cast<int32_t>(gi)));
-      attach(router[gi].back(), hosts);
-    }
+    // A chassis's routers take its endpoints round-robin (one NIC of each node per router when the chassis
+    // has as many routers as a node has NICs); one router per chassis attaches them in order.
+    for (int64_t r = 0; r < routers; r += chassis)
+      attach_dealt({router[gi].begin() + r, router[gi].begin() + r + chassis}, hosts);
     for (int64_t r = 0; r < routers; ++r)
       for (int64_t s = r + 1; s < routers; ++s)
         topo_.connect(router[gi][r], router[gi][s], local, LinkClass::Local);

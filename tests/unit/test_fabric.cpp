@@ -183,6 +183,36 @@ TEST(FabricDragonfly, Counts) {
   EXPECT_EQ(f.topo.vertex(f.find("g2.r1")).group, 2);
 }
 
+TEST(FabricDragonfly, ChassisDealTheirEndpointsOverTheirRouters) {
+  // routers_per_chassis: 2 over 4 routers of 3 host ports: endpoints 0..5 go to r0, r1, r0, r1, r0, r1 and
+  // 6..11 to r2, r3, ...: endpoint k of a chassis hangs off its router k mod 2. Read as nodes of 2 NICs
+  // (endpoints 2i and 2i+1), each node has one NIC on each router of its chassis, and its neighbour's NIC of
+  // the same index is one switch away. Without the key, endpoints fill r0's ports first (0, 1, 2 on r0).
+  Fabric f(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, global_links_per_router: 2, "
+                   "routers_per_chassis: 2"));
+  auto router_of = [&](const Fabric& fab, int e) {
+    return fab.topo.links()[fab.topo.out_links(fab.endpoints[e])[0]].to;
+  };
+  for (int e = 0; e < 24; ++e) {
+    int group = e / 12, chassis = e % 12 / 6;
+    EXPECT_EQ(router_of(f, e), f.find(fmt::format("g{}.r{}", group, 2 * chassis + e % 2))) << e;
+  }
+  Router r(f.topo);
+  EXPECT_EQ(r.route(f.endpoints[0], f.endpoints[2]).size(), 2u);  // NIC 0 of nodes 0 and 1: one switch
+  Fabric plain(24,
+               net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, global_links_per_router: 2"));
+  for (int e = 0; e < 3; ++e) EXPECT_EQ(router_of(plain, e), plain.find("g0.r0")) << e;
+  EXPECT_EQ(router_of(plain, 3), plain.find("g0.r1"));
+  EXPECT_NE(error_of(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, "
+                             "global_links_per_router: 2, routers_per_chassis: 3"))
+                .find("test.yaml:1:"),
+            std::string::npos);
+  EXPECT_NE(error_of(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, "
+                             "global_links_per_router: 2, routers_per_chassis: 3"))
+                .find("network.routers_per_chassis: routers_per_group (4) is not a whole number of chassis"),
+            std::string::npos);
+}
+
 TEST(FabricDragonfly, BalancedGlobalPorts) {
   // Canonical balanced dragonfly: groups = a·gl + 1 = 9, one cable per pair → C(9,2) = 36 global cables, and
   // the round-robin port assignment gives every router exactly gl = 2 of them.
