@@ -34,8 +34,8 @@ struct FabricConfig {
 // Builds the switch fabric described by `network` and attaches every endpoint (NIC or directly-attached GPU
 // vertices, in node order) to it with LinkClass::Host cables. Endpoints fill switch ports in order, so the
 // endpoints of one node (and neighbouring nodes) share a switch, unless a dragonfly deals them over the
-// routers of a chassis. Throws InputError at the key for parameters
-// the endpoint count contradicts, and when the built fabric cannot connect every endpoint to every other one.
+// routers of a chassis. Throws InputError at the key for parameters the endpoint count contradicts, and when
+// the built fabric cannot connect every endpoint to every other one.
 //
 //   kind: star            one switch
 //   kind: ring            hosts_per_switch (1), switches (minimum), switch_link
