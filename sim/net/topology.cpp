@@ -51,12 +51,20 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: a fixed, portable hash
 }
 }  // namespace
 
-Router::Router(const Topology& topo) : topo_(topo), host_index_(topo.vertex_count(), 0) {
+Router::Router(const Topology& topo)
+    : topo_(topo), host_index_(topo.vertex_count(), 0), gpu_rank_(topo.vertex_count(), 0) {
   uint32_t hosts = 0;
   for (VertexId v = 0; v < topo.vertex_count(); ++v) {
-    if (topo.vertex(v).node < 0) {
+    const Vertex& x = topo.vertex(v);
+    if (x.node < 0) {
       switches_.push_back(v);
       continue;
+    }
+    if (x.kind == VertexKind::Gpu) {  // GPUs are added in local-rank order within their node
+      if (static_cast<size_t>(x.node) >= node_nics_.size())
+        node_nics_.resize(static_cast<size_t>(x.node) + 1);
+      gpu_rank_[v] = static_cast<uint32_t>(node_nics_[static_cast<size_t>(x.node)].size());
+      node_nics_[static_cast<size_t>(x.node)].push_back(x.nic);
     }
     for (LinkId l : topo.out_links(v))
       if (topo.vertex(topo.links()[l].to).node < 0) {
@@ -64,6 +72,17 @@ Router::Router(const Topology& topo) : topo_(topo), host_index_(topo.vertex_coun
         break;
       }
   }
+}
+
+// The NIC on src's node that the GPU of dst's local rank uses (src's own NIC when either end is not a GPU of
+// a node with several, or the nodes differ in shape).
+VertexId Router::rail_nic(VertexId src, VertexId dst) const {
+  const Vertex &s = topo_.vertex(src), &d = topo_.vertex(dst);
+  if (s.kind != VertexKind::Gpu || d.kind != VertexKind::Gpu) return s.nic;
+  const std::vector<VertexId>& nics = node_nics_[static_cast<size_t>(s.node)];
+  const uint32_t rank = gpu_rank_[dst];
+  return rank < nics.size() && nics.size() == node_nics_[static_cast<size_t>(d.node)].size() ? nics[rank]
+                                                                                             : s.nic;
 }
 
 bool Router::same_node(VertexId a, VertexId b) const {
@@ -96,6 +115,10 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
     intra(src, dst, out);
   } else {
     VertexId nic_s = topo_.vertex(src).nic, nic_d = topo_.vertex(dst).nic;
+    if (path & kRail) {
+      path &= ~kRail;
+      nic_s = rail_nic(src, dst);
+    }
     if (nic_s != src) intra(src, nic_s, out);
     VertexId sa = attach_switch(nic_s), sb = attach_switch(nic_d);
     out.push_back(link_between(nic_s, sa));

@@ -86,6 +86,12 @@ inline uint64_t route_key(VertexId src, VertexId dst, uint32_t path) {
 
 class Router {
  public:
+  // A path flag: between GPUs of two nodes, leave src's node through the NIC of the GPU with dst's local
+  // rank (reached inside the node by the cheapest path, NVLink to that GPU where there is one), the same rail
+  // that dst's NIC is on. NCCL builds its rings and trees so (NVIDIA/nccl src/graph/search.cc: with
+  // NCCL_CROSS_NIC at its default 2, the search first asks every channel to leave by the NIC it entered by,
+  // and lets the GPU-to-NIC path widen to PXN, through a peer GPU over NVLink, before allowing cross-NIC).
+  static constexpr uint32_t kRail = 1u << 15;
   explicit Router(const Topology& topo);
   // Throws RoutingError when no path exists.
   const std::vector<LinkId>& route(VertexId src, VertexId dst, uint32_t path = 0);
@@ -96,6 +102,7 @@ class Router {
   void fabric(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
   const std::vector<uint16_t>& distances_to(VertexId sw);
   VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
+  VertexId rail_nic(VertexId src, VertexId dst) const;
   LinkId link_between(VertexId a, VertexId b) const;
 
   const Topology& topo_;
@@ -104,6 +111,8 @@ class Router {
   std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
   std::vector<VertexId> switches_;
   std::vector<uint32_t> host_index_;  // per vertex: its place among the fabric's hosts (0 for the rest)
+  std::vector<uint32_t> gpu_rank_;    // per vertex: a GPU's local rank in its node (0 for the rest)
+  std::vector<std::vector<VertexId>> node_nics_;  // per node: the NIC of each GPU, by local rank
 };
 
 class RoutingError : public std::runtime_error {

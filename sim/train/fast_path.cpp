@@ -265,7 +265,7 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
                snd.bytes,
                carry_[r],
                snd.streamed,
-               &router_.route(src, dst),
+               &router_.route(src, dst, Transport::rail(protocol)),
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
                rate * protocol.wire};

@@ -42,7 +42,7 @@ Time message_latency(const MessageProtocol& protocol, bool same_node, Time route
 
 void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
                                const MessageProtocol& protocol) {
-  const Path& path0 = path(src, dst);
+  const Path& path0 = path(src, dst, rail(protocol));
   const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   latency = message_latency(protocol, path0.same_node, path0.latency, range.alpha);
   rate = path0.capacity * range.efficiency;
@@ -56,11 +56,11 @@ void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& l
 template <class F>
 uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol,
                                   F&& part) {
-  const Path& minimal = path(src, dst);
+  const Path& minimal = path(src, dst, rail(protocol));
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
   for (uint32_t p = 0; p < paths; ++p) {
-    const Path& pp = p == 0 ? minimal : path(src, dst, p);
+    const Path& pp = p == 0 ? minimal : path(src, dst, p | rail(protocol));
     double rate_cap = pp.capacity * range.efficiency;
     if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
     if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide

@@ -57,6 +57,9 @@ class Transport {
   FlowNetwork& net() { return net_; }
   const FlowNetwork& net() const { return net_; }
   Router& router() { return router_; }
+  // The route flag of a message: a collective library's (protocol on) leaves a node on the receiver's rail
+  // (Router::kRail).
+  static uint32_t rail(const MessageProtocol& protocol) { return protocol.on() ? Router::kRail : 0; }
   const CommModel& comm() const { return comm_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
@@ -41,7 +42,8 @@ constexpr Shipped kTopologies[] = {
     {"ethernet-100g", 12.5e9, 0.691, 79e9, 1, 0.941},
 };
 
-Scenario scenario_for(const std::string& topology, const std::string& strategies) {
+Scenario scenario_for(const std::string& topology, const std::string& strategies,
+                      const std::vector<std::string>& sets = {}) {
   std::string path = (std::filesystem::temp_directory_path() /
                       ("ddlsim-shipped-" + topology + "-" + std::to_string(getpid()) + ".yaml"))
                          .string();
@@ -49,7 +51,7 @@ Scenario scenario_for(const std::string& topology, const std::string& strategies
                       << topology
                       << ".yaml, nodes: 2}\nworkload: {collective: allreduce, bytes: 256MB}\nstrategies: "
                       << strategies << "\n";
-  Scenario sc = load_scenario(path, {});
+  Scenario sc = load_scenario(path, sets);
   std::filesystem::remove(path);
   return sc;
 }
@@ -80,6 +82,28 @@ TEST(ShippedTopologies, RingChannelsUseEveryNic) {
     EXPECT_LE(r.busbw, t.nics * bound * (1 + 1e-9));
     EXPECT_GE(r.busbw, (t.nics > 1 ? 1.8 : 0.9) * bound);
   }
+}
+
+TEST(ShippedTopologies, NcclChannelsKeepToTheirNicWhereANodesNicsAreOnDifferentRouters) {
+  // Alps wired as HPE Cray EX chassis are (routers_per_chassis: 4: NIC k of each node on the chassis's
+  // router k). A ring leaves node a from its last GPU and enters node b at its first, but NCCL keeps a
+  // channel on one NIC at both ends (the last GPU reaches the channel's NIC over NVLink), so the crossing
+  // stays on router 0 and one channel's busbw is still one NIC's B·e, as in RingBusBandwidthIsTheNicRate;
+  // leaving by the last GPU's own NIC 3 instead, both crossings of a 2-node ring would share the local link
+  // from router 3 to router 0: about B·e / 2. Four channels, one per NIC: at least 1.8 B·e.
+  const std::vector<std::string> dealt = {
+      "cluster.network={kind: dragonfly, routers_per_group: 32, hosts_per_router: 16, "
+      "global_links_per_router: "
+      "17, routers_per_chassis: 4, link: {bandwidth: 200Gb/s, latency: 350ns}}"};
+  const double bound = 25e9 * 0.9;
+  Scenario one = scenario_for("alps-gh200", "[{name: ring, channels: 1}]", dealt);
+  CollectiveResult r = run_collective_workload(one, one.strategies[0], 2);
+  EXPECT_LE(r.busbw, bound * (1 + 1e-9));
+  EXPECT_GE(r.busbw, 0.9 * bound);
+  Scenario four = scenario_for("alps-gh200", "[ring]", dealt);
+  r = run_collective_workload(four, four.strategies[0], 2);
+  EXPECT_LE(r.busbw, 4 * bound * (1 + 1e-9));
+  EXPECT_GE(r.busbw, 1.8 * bound);
 }
 
 TEST(ShippedTopologies, DedicatedParameterServerIncast) {
