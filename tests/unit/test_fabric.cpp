@@ -203,14 +203,12 @@ TEST(FabricDragonfly, ChassisDealTheirEndpointsOverTheirRouters) {
                net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, global_links_per_router: 2"));
   for (int e = 0; e < 3; ++e) EXPECT_EQ(router_of(plain, e), plain.find("g0.r0")) << e;
   EXPECT_EQ(router_of(plain, 3), plain.find("g0.r1"));
-  EXPECT_NE(error_of(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, "
-                             "global_links_per_router: 2, routers_per_chassis: 3"))
-                .find("test.yaml:1:"),
-            std::string::npos);
-  EXPECT_NE(error_of(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, "
-                             "global_links_per_router: 2, routers_per_chassis: 3"))
-                .find("network.routers_per_chassis: routers_per_group (4) is not a whole number of chassis"),
-            std::string::npos);
+  std::string what = error_of(24, net("kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, "
+                                      "global_links_per_router: 2, routers_per_chassis: 3"));
+  EXPECT_NE(what.find("test.yaml:1:"), std::string::npos) << what;
+  EXPECT_NE(what.find("network.routers_per_chassis: routers_per_group (4) is not a whole number of chassis"),
+            std::string::npos)
+      << what;
 }
 
 TEST(FabricDragonfly, BalancedGlobalPorts) {
