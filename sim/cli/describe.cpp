@@ -51,6 +51,10 @@ int describe_command(const std::vector<std::string>& args) {
                            c.topo.links().size());
   for (const auto& [cls, e] : by_class)
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
+  if (c.topo.adaptive_routing())
+    std::cout
+        << "  routing adaptive: a route whose minimal path already carries one takes the least used path up "
+           "to two local hops longer\n";
   // The software side of a message (CommModel), by message-size range; "-" where nothing bounds it. The
   // intra-node class applies only where GPUs share a node (a cluster without `node` has one GPU per host).
   bool shared_nodes = false;

@@ -217,12 +217,12 @@ FabricConfig parse_fabric(const YamlNode& net) {
       {"dragonfly",
        FabricKind::Dragonfly,
        {"groups", "routers_per_group", "hosts_per_router", "global_links_per_router", "routers_per_chassis",
-        "local_link", "global_link"},
+        "local_link", "global_link", "routing"},
        {"routers_per_group", "hosts_per_router", "global_links_per_router"}},
       {"dragonfly-plus",
        FabricKind::DragonflyPlus,
        {"groups", "leaves_per_group", "spines_per_group", "hosts_per_leaf", "global_links_per_spine",
-        "local_link", "global_link"},
+        "local_link", "global_link", "routing"},
        {"leaves_per_group", "spines_per_group", "hosts_per_leaf", "global_links_per_spine"}},
   };
   YamlNode kind_node = net["kind"];
@@ -261,6 +261,13 @@ FabricConfig parse_fabric(const YamlNode& net) {
     if (!n) continue;
     f.where[key] = n->where();
     if (key == "levels" || key == "oversubscription") continue;
+    if (key == "routing") {
+      const std::string routing = n->as_string();
+      if (routing != "minimal" && routing != "adaptive")
+        n->fail(fmt::format("expected minimal or adaptive, got \"{}\"", routing));
+      f.adaptive_routing = routing == "adaptive";
+      continue;
+    }
     if (key.ends_with("_link") || key == "uplink") {
       f.links[key] = parse_cable(*n);
       continue;

@@ -321,6 +321,7 @@ std::optional<int64_t> FabricConfig::count(const std::string& key) const {
 
 void build_fabric(Topology& topo, const FabricConfig& network, const std::vector<VertexId>& endpoints) {
   FabricBuilder(topo, network, endpoints).build();
+  topo.set_adaptive_routing(network.adaptive_routing);
 }
 
 }  // namespace ddlsim

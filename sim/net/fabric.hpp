@@ -26,6 +26,7 @@ struct FabricConfig {
   std::map<std::string, int64_t> counts;
   std::map<std::string, LinkSpec> links;      // switch_link, uplink, local_link, global_link
   std::optional<int64_t> uplinks_from_ratio;  // fat-tree leaf uplinks from `oversubscription`
+  bool adaptive_routing = false;              // dragonflies: `routing: adaptive` (Router)
   Where self;                                 // the network map
   std::map<std::string, Where> where;         // each given key
   std::optional<int64_t> count(const std::string& key) const;
@@ -47,6 +48,7 @@ struct FabricConfig {
 //                         different routers, as HPE Cray EX wires them)
 //   kind: dragonfly-plus  groups (minimum), leaves_per_group, spines_per_group, hosts_per_leaf,
 //                         global_links_per_spine, local_link, global_link   (also spelled dragonfly+)
+//   both dragonflies      routing (minimal | adaptive: Router's least-loaded choice among near-minimal paths)
 // Every kind needs `link: {bandwidth, latency}` (host cables); switch-link specs default to it.
 void build_fabric(Topology& topo, const FabricConfig& network, const std::vector<VertexId>& endpoints);
 

@@ -1,6 +1,8 @@
 #include "sim/net/topology.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <limits>
 #include <queue>
 
@@ -134,6 +136,8 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
       while (mid == sa || mid == sb) mid = switches_[++pick % switches_.size()];
       fabric(sa, mid, salt, out);
       fabric(mid, sb, salt + 1, out);
+    } else if (topo_.adaptive_routing()) {
+      adaptive(sa, sb, salt, out);
     } else {
       fabric(sa, sb, salt, out);
     }
@@ -196,6 +200,70 @@ void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkI
     out.push_back(pick);
     cur = topo_.links()[pick].to;
   }
+}
+
+// Adaptive routing (see the header). least_worst(v, r) is the least, over the fabric paths from v to `to`
+// that cost at most r more than d[v], of the routes on the path's most used link (memoised per call: a
+// link's detour δ = its cost + d[its end] − d[v] >= 0, and δ = 0 only where d falls, so the recursion ends).
+uint32_t Router::least_worst(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d) {
+  if (v == to) return 0;
+  const size_t slot = static_cast<size_t>(v) * (kSlack + 1) + r;
+  if (memo_stamp_[slot] == stamp_) return memo_[slot];
+  uint32_t least = UINT32_MAX;
+  for (LinkId l : topo_.out_links(v)) {
+    const DirectedLink& dl = topo_.links()[l];
+    if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX) continue;
+    const uint32_t delta = hop_cost(dl.cls) + d[dl.to] - d[v];
+    if (delta <= r) least = std::min(least, std::max(load_[l], least_worst(dl.to, r - delta, to, d)));
+  }
+  memo_stamp_[slot] = stamp_;
+  return memo_[slot] = least;
+}
+
+// The minimal route while its links carry no route; else, of the paths within kSlack of the minimal cost,
+// those whose most used link carries the fewest routes, of them the cheapest, one hop at a time among the
+// links that keep to both (by the destination's index, as minimal routes choose).
+void Router::adaptive(VertexId from, VertexId to, uint64_t salt, std::vector<LinkId>& out) {
+  if (load_.empty()) {
+    load_.assign(topo_.links().size(), 0);
+    memo_.assign(topo_.vertex_count() * (kSlack + 1), 0);
+    memo_stamp_.assign(memo_.size(), 0);
+  }
+  const size_t first = out.size();
+  fabric(from, to, salt, out);
+  if (std::any_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                  [&](LinkId l) { return load_[l] > 0; })) {
+    out.resize(first);
+    const std::vector<uint16_t>& d = distances_to(to);
+    ++stamp_;
+    const uint32_t worst = least_worst(from, kSlack, to, d);
+    uint32_t r = 0;
+    while (least_worst(from, r, to, d) > worst) ++r;
+    std::vector<LinkId> candidates;
+    for (VertexId v = from; v != to;) {
+      candidates.clear();
+      for (LinkId l : topo_.out_links(v)) {
+        const DirectedLink& dl = topo_.links()[l];
+        if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX || dl.to == from) continue;
+        const uint32_t delta = hop_cost(dl.cls) + d[dl.to] - d[v];
+        if (delta <= r && std::max(load_[l], least_worst(dl.to, r - delta, to, d)) <= worst &&
+            std::none_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                         [&](LinkId q) { return topo_.links()[q].to == dl.to; }))
+          candidates.push_back(l);
+      }
+      if (candidates.empty()) {  // only back through the path so far: keep to the minimal route
+        out.resize(first);
+        fabric(from, to, salt, out);
+        break;
+      }
+      const LinkId pick = candidates[salt % candidates.size()];
+      salt /= candidates.size();
+      r -= hop_cost(topo_.links()[pick].cls) + d[topo_.links()[pick].to] - d[v];
+      out.push_back(pick);
+      v = topo_.links()[pick].to;
+    }
+  }
+  for (size_t i = first; i < out.size(); ++i) ++load_[out[i]];
 }
 
 void Router::intra(VertexId src, VertexId dst, std::vector<LinkId>& out) {

@@ -65,6 +65,9 @@ class Topology {
   const std::vector<DirectedLink>& links() const { return links_; }
   const std::vector<LinkId>& out_links(VertexId v) const { return out_[v]; }
   bool on_fabric(VertexId v) const { return vertices_[v].node < 0 || vertices_[v].kind == VertexKind::Nic; }
+  // The fabric routes adaptively (Router::route): a dragonfly's `routing: adaptive`.
+  void set_adaptive_routing(bool on) { adaptive_routing_ = on; }
+  bool adaptive_routing() const { return adaptive_routing_; }
   // Adds every link to `net` in id order, so LinkIds agree.
   void build_network(FlowNetwork& net) const;
 
@@ -72,6 +75,7 @@ class Topology {
   std::vector<Vertex> vertices_;
   std::vector<DirectedLink> links_;
   std::vector<std::vector<LinkId>> out_;
+  bool adaptive_routing_ = false;
 };
 
 // Minimal routing with deterministic ECMP: inside a node, the cheapest path (latency + 1 MB at the link's
@@ -79,6 +83,17 @@ class Topology {
 // next hops the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path
 // > 0` asks for a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath
 // splitting.
+//
+// Adaptive routing (Topology::adaptive_routing, a dragonfly's `routing: adaptive`), as HPE Slingshot routes:
+// its switches send each packet on the least loaded of several minimal and non-minimal paths, biased towards
+// the minimal ones (De Sensi et al., "An In-Depth Analysis of the Slingshot Interconnect", SC20). At flow
+// level, a route is chosen once, when it is first asked for, among the fabric paths with the fewest global
+// hops and at most two local hops more than the minimal one: the minimal route when none of its fabric links
+// carries a route yet; otherwise the path whose most used link carries the fewest routes chosen before it
+// (then the fewest hops, then the destination's d-mod-k index among those left). Routes chosen so count on
+// their links, so flows that minimal routing would put on one cable, as two rings' hops where the global
+// cable of one group lands on the router that sends the next group's, spread over the group's other routers.
+// The choice depends on the order in which routes are first asked for, which is deterministic.
 // The key of one route in the caches of its users: path (multipath index), source and destination.
 inline uint64_t route_key(VertexId src, VertexId dst, uint32_t path) {
   return (static_cast<uint64_t>(path) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
@@ -100,6 +115,9 @@ class Router {
  private:
   void intra(VertexId src, VertexId dst, std::vector<LinkId>& out);
   void fabric(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
+  void adaptive(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
+  static constexpr uint32_t kSlack = 2;  // adaptive routing: cost beyond the minimal route's (two local hops)
+  uint32_t least_worst(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d);
   const std::vector<uint16_t>& distances_to(VertexId sw);
   VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
   VertexId rail_nic(VertexId src, VertexId dst) const;
@@ -110,6 +128,9 @@ class Router {
   std::unordered_map<uint64_t, std::vector<LinkId>> intra_;
   std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
   std::vector<VertexId> switches_;
+  std::vector<uint32_t> load_;  // adaptive routing: the routes chosen on each link; least_worst's memo
+  std::vector<uint32_t> memo_, memo_stamp_;
+  uint32_t stamp_ = 0;
   std::vector<uint32_t> host_index_;  // per vertex: its place among the fabric's hosts (0 for the rest)
   std::vector<uint32_t> gpu_rank_;    // per vertex: a GPU's local rank in its node (0 for the rest)
   std::vector<std::vector<VertexId>> node_nics_;  // per node: the NIC of each GPU, by local rank

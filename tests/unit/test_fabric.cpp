@@ -7,6 +7,7 @@
 
 #include "sim/config/cluster.hpp"
 #include "sim/net/fabric.hpp"
+#include "sim/net/flow_network.hpp"
 
 namespace ddlsim {
 namespace {
@@ -282,6 +283,45 @@ TEST(FabricDragonfly, ValiantPathIsNoShorterThanMinimal) {
       some_longer |= valiant > minimal;
     }
   EXPECT_TRUE(some_longer);
+}
+
+// Adaptive routing (Router): one group of 4 routers, 3 hosts each (e0..e2 on r0, e3..e5 on r1). The pairs
+// e0→e3, e1→e4, e2→e5 all go from r0 to r1. Minimal routes stack the three on the r0→r1 cable, so max-min
+// gives each C/3 (C = 25 GB/s, every cable the same). Adaptive routes take the cable for the first, then the
+// detours r0→r2→r1 and r0→r3→r1, on which no route lies yet: disjoint, each flow at C. A fourth pair finds
+// every path used once and takes the cheapest, the cable.
+TEST(FabricDragonfly, AdaptiveRoutesSpreadWhatMinimalRoutesStack) {
+  const std::string keys =
+      "kind: dragonfly, routers_per_group: 4, hosts_per_router: 3, global_links_per_router: 1";
+  const double c = 25e9;
+  for (const char* routing : {"minimal", "adaptive"}) {
+    SCOPED_TRACE(routing);
+    Fabric f(12, net(keys + ", routing: " + routing));
+    Router r(f.topo);
+    FlowNetwork flows;
+    f.topo.build_network(flows);
+    std::vector<FlowId> ids;
+    std::set<LinkId> fabric_links;
+    size_t fabric_hops = 0;
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<LinkId>& route = r.route(f.endpoints[i], f.endpoints[3 + i]);
+      for (LinkId l : route)
+        if (f.topo.links()[l].cls == LinkClass::Local) {
+          fabric_links.insert(l);
+          ++fabric_hops;
+        }
+      ids.push_back(flows.add_flow(route, 1e9, 0, 0, Time()));
+    }
+    flows.resolve(Time());
+    const bool adaptive = std::string(routing) == "adaptive";
+    EXPECT_EQ(fabric_hops, adaptive ? 5u : 3u);          // 1 + 2 + 2 switch hops, or 1 each
+    EXPECT_EQ(fabric_links.size(), adaptive ? 5u : 1u);  // disjoint, or all on r0→r1
+    for (FlowId id : ids) EXPECT_NEAR(flows.rate(id), adaptive ? c : c / 3, 1e-6 * c);
+    EXPECT_EQ(f.count(r.route(f.endpoints[1], f.endpoints[3]), LinkClass::Local), 1u);
+  }
+  std::string what = error_of(12, net(keys + ", routing: fastest"));
+  EXPECT_NE(what.find("network.routing: expected minimal or adaptive, got \"fastest\""), std::string::npos)
+      << what;
 }
 
 TEST(FabricDragonflyPlus, CountsAndLeafSpineGlobalSpineLeafRoutes) {
