@@ -10,9 +10,9 @@
 //   servers
 //   alps-ring-{256,1024}-fast / -flow ring allreduce of 100 MB over 64 and 256 nodes x 4 GH200 of
 //   topologies/alps-gh200
-//                                     (Slingshot dragonfly, NVLink inside nodes; rings across groups share
-//                                     local links): fast allowed (the fast path declines, so the flow model's
-//                                     recorded run: direct messages, skipped periods) vs the flow model
+//                                     (Slingshot dragonfly, adaptive routing, NVLink inside nodes; no link
+//                                     oversubscribed, so the fast path takes it) vs the flow model: the same
+//                                     simulated time
 //   dragonfly-ring-256-fast / -flow   ring allreduce of 100 MB over 256 hosts of a dragonfly (8 groups x 4
 //                                     routers x 8 hosts, 25 GB/s host links, 50 GB/s local, 12.5 GB/s
 //                                     global): ring messages share local links within their capacity (fast

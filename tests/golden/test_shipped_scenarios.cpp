@@ -153,8 +153,10 @@ TEST(ShippedScenarios, DescribeSaysWhatEachAllreduceStrategyRuns) {
           "NCCL's choice under its protocols)"),
       std::string::npos)
       << alps;
+  EXPECT_NE(alps.find("  routing adaptive: "), std::string::npos) << alps;  // Slingshot routes adaptively
   std::string guide = describe("horovod-guide-128gpu.yaml");
   EXPECT_NE(guide.find("  horovod allreduces with ring\n"), std::string::npos) << guide;
+  EXPECT_EQ(guide.find("routing adaptive"), std::string::npos) << guide;
 }
 
 TEST(ShippedScenarios, DescribeSaysTheIntraNodeClassIsUnusedWithoutNodes) {
