@@ -53,8 +53,8 @@ int describe_command(const std::vector<std::string>& args) {
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
   if (c.topo.adaptive_routing())
     std::cout
-        << "  routing adaptive: a route whose minimal path already carries one takes the least used path up "
-           "to two local hops longer\n";
+        << "  routing adaptive: a collective's messages leave the links they would oversubscribe for detours "
+           "up to two local hops longer that have room\n";
   // The software side of a message (CommModel), by message-size range; "-" where nothing bounds it. The
   // intra-node class applies only where GPUs share a node (a cluster without `node` has one GPU per host).
   bool shared_nodes = false;

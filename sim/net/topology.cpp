@@ -108,9 +108,26 @@ VertexId Router::attach_switch(VertexId nic) const {
 
 const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t path) {
   uint64_t key = route_key(src, dst, path);
+  if (auto p = detours_.find(key); p != detours_.end()) return *p->second;
   auto it = routes_.find(key);
   if (it != routes_.end()) return it->second;
   std::vector<LinkId> out;
+  build(src, dst, path, nullptr, out);
+  return routes_.emplace(key, std::move(out)).first->second;
+}
+
+bool Router::detour(VertexId src, VertexId dst, uint32_t path, const std::function<bool(LinkId)>& fits) {
+  if (src == dst || same_node(src, dst) || (path & ~kRail) != 0) return false;
+  std::vector<LinkId> out;
+  if (!build(src, dst, path, &fits, out)) return false;
+  detours_[route_key(src, dst, path)] = &detour_routes_.emplace_back(std::move(out));
+  return true;
+}
+
+// The route of (src, dst, path) into `out`; with `fits`, its fabric part is the cheapest path within kSlack
+// of the minimal cost on links `fits` accepts (false when there is none).
+bool Router::build(VertexId src, VertexId dst, uint32_t path, const std::function<bool(LinkId)>* fits,
+                   std::vector<LinkId>& out) {
   if (src == dst) {
     // empty route: a rank talking to itself costs nothing on the network
   } else if (same_node(src, dst)) {
@@ -136,8 +153,8 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
       while (mid == sa || mid == sb) mid = switches_[++pick % switches_.size()];
       fabric(sa, mid, salt, out);
       fabric(mid, sb, salt + 1, out);
-    } else if (topo_.adaptive_routing()) {
-      adaptive(sa, sb, salt, out);
+    } else if (fits) {
+      if (!fitting(sa, sb, salt, *fits, out)) return false;
     } else {
       fabric(sa, sb, salt, out);
     }
@@ -145,7 +162,7 @@ const std::vector<LinkId>& Router::route(VertexId src, VertexId dst, uint32_t pa
                                                   // have a million ports (cables are link pairs 2k, 2k+1)
     if (nic_d != dst) intra(nic_d, dst, out);
   }
-  return routes_.emplace(key, std::move(out)).first->second;
+  return true;
 }
 
 namespace {
@@ -202,68 +219,64 @@ void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkI
   }
 }
 
-// Adaptive routing (see the header). least_worst(v, r) is the least, over the fabric paths from v to `to`
-// that cost at most r more than d[v], of the routes on the path's most used link (memoised per call: a
-// link's detour δ = its cost + d[its end] − d[v] >= 0, and δ = 0 only where d falls, so the recursion ends).
-uint32_t Router::least_worst(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d) {
-  if (v == to) return 0;
+// reachable(v, r): a fabric path from v to `to` on links `fits` accepts costs at most r more than d[v]
+// (memoised per call; a link's detour δ = its cost + d[its end] − d[v] >= 0, and δ = 0 only where d falls,
+// so the recursion ends).
+bool Router::reachable(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d,
+                       const std::function<bool(LinkId)>& fits) {
+  if (v == to) return true;
   const size_t slot = static_cast<size_t>(v) * (kSlack + 1) + r;
-  if (memo_stamp_[slot] == stamp_) return memo_[slot];
-  uint32_t least = UINT32_MAX;
+  if (memo_stamp_[slot] == stamp_) return memo_[slot] != 0;
+  bool found = false;
   for (LinkId l : topo_.out_links(v)) {
     const DirectedLink& dl = topo_.links()[l];
-    if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX) continue;
+    if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX || !fits(l)) continue;
     const uint32_t delta = hop_cost(dl.cls) + d[dl.to] - d[v];
-    if (delta <= r) least = std::min(least, std::max(load_[l], least_worst(dl.to, r - delta, to, d)));
+    if (delta <= r && reachable(dl.to, r - delta, to, d, fits)) {
+      found = true;
+      break;
+    }
   }
   memo_stamp_[slot] = stamp_;
-  return memo_[slot] = least;
+  memo_[slot] = found ? 1 : 0;
+  return found;
 }
 
-// The minimal route while its links carry no route; else, of the paths within kSlack of the minimal cost,
-// those whose most used link carries the fewest routes, of them the cheapest, one hop at a time among the
-// links that keep to both (by the destination's index, as minimal routes choose).
-void Router::adaptive(VertexId from, VertexId to, uint64_t salt, std::vector<LinkId>& out) {
-  if (load_.empty()) {
-    load_.assign(topo_.links().size(), 0);
+// The cheapest fabric path within kSlack of the minimal cost on links `fits` accepts, one hop at a time
+// among the links that keep to that cost (by the destination's index, as minimal routes choose).
+bool Router::fitting(VertexId from, VertexId to, uint64_t salt, const std::function<bool(LinkId)>& fits,
+                     std::vector<LinkId>& out) {
+  if (memo_.empty()) {
     memo_.assign(topo_.vertex_count() * (kSlack + 1), 0);
     memo_stamp_.assign(memo_.size(), 0);
   }
+  const std::vector<uint16_t>& d = distances_to(to);
+  if (d[from] == UINT16_MAX) return false;
+  ++stamp_;
+  uint32_t r = 0;
+  while (r <= kSlack && !reachable(from, r, to, d, fits)) ++r;
+  if (r > kSlack) return false;
   const size_t first = out.size();
-  fabric(from, to, salt, out);
-  if (std::any_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                  [&](LinkId l) { return load_[l] > 0; })) {
-    out.resize(first);
-    const std::vector<uint16_t>& d = distances_to(to);
-    ++stamp_;
-    const uint32_t worst = least_worst(from, kSlack, to, d);
-    uint32_t r = 0;
-    while (least_worst(from, r, to, d) > worst) ++r;
-    std::vector<LinkId> candidates;
-    for (VertexId v = from; v != to;) {
-      candidates.clear();
-      for (LinkId l : topo_.out_links(v)) {
-        const DirectedLink& dl = topo_.links()[l];
-        if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX || dl.to == from) continue;
-        const uint32_t delta = hop_cost(dl.cls) + d[dl.to] - d[v];
-        if (delta <= r && std::max(load_[l], least_worst(dl.to, r - delta, to, d)) <= worst &&
-            std::none_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                         [&](LinkId q) { return topo_.links()[q].to == dl.to; }))
-          candidates.push_back(l);
-      }
-      if (candidates.empty()) {  // only back through the path so far: keep to the minimal route
-        out.resize(first);
-        fabric(from, to, salt, out);
-        break;
-      }
-      const LinkId pick = candidates[salt % candidates.size()];
-      salt /= candidates.size();
-      r -= hop_cost(topo_.links()[pick].cls) + d[topo_.links()[pick].to] - d[v];
-      out.push_back(pick);
-      v = topo_.links()[pick].to;
+  std::vector<LinkId> candidates;
+  for (VertexId v = from; v != to;) {
+    candidates.clear();
+    for (LinkId l : topo_.out_links(v)) {
+      const DirectedLink& dl = topo_.links()[l];
+      if (topo_.vertex(dl.to).node >= 0 || d[dl.to] == UINT16_MAX || dl.to == from || !fits(l)) continue;
+      const uint32_t delta = hop_cost(dl.cls) + d[dl.to] - d[v];
+      if (delta <= r && reachable(dl.to, r - delta, to, d, fits) &&
+          std::none_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                       [&](LinkId q) { return topo_.links()[q].to == dl.to; }))
+        candidates.push_back(l);
     }
+    if (candidates.empty()) return false;  // only back through the path so far
+    const LinkId pick = candidates[salt % candidates.size()];
+    salt /= candidates.size();
+    r -= hop_cost(topo_.links()[pick].cls) + d[topo_.links()[pick].to] - d[v];
+    out.push_back(pick);
+    v = topo_.links()[pick].to;
   }
-  for (size_t i = first; i < out.size(); ++i) ++load_[out[i]];
+  return true;
 }
 
 void Router::intra(VertexId src, VertexId dst, std::vector<LinkId>& out) {

@@ -3,6 +3,8 @@
 // cables; every cable is two directed links (split duplex). LinkIds index links() and are the FlowNetwork's
 // link ids.
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -86,14 +88,12 @@ class Topology {
 //
 // Adaptive routing (Topology::adaptive_routing, a dragonfly's `routing: adaptive`), as HPE Slingshot routes:
 // its switches send each packet on the least loaded of several minimal and non-minimal paths, biased towards
-// the minimal ones (De Sensi et al., "An In-Depth Analysis of the Slingshot Interconnect", SC20). At flow
-// level, a route is chosen once, when it is first asked for, among the fabric paths with the fewest global
-// hops and at most two local hops more than the minimal one: the minimal route when none of its fabric links
-// carries a route yet; otherwise the path whose most used link carries the fewest routes chosen before it
-// (then the fewest hops, then the destination's d-mod-k index among those left). Routes chosen so count on
-// their links, so flows that minimal routing would put on one cable, as two rings' hops where the global
-// cable of one group lands on the router that sends the next group's, spread over the group's other routers.
-// The choice depends on the order in which routes are first asked for, which is deterministic.
+// the minimal ones (De Sensi et al., "An In-Depth Analysis of the Slingshot Interconnect", SC20), so traffic
+// leaves a congested cable for cables with room. At flow level (Transport::adapt_routes): before a collective
+// first runs, each of its messages whose minimal route would oversubscribe a link with what the collective
+// sends at once takes, if there is one, the cheapest path at most two local hops longer whose fabric links
+// have room for it (detour); its pair keeps that route from then on. Where every detour is as full (an
+// all-to-all), routes stay minimal.
 // The key of one route in the caches of its users: path (multipath index), source and destination.
 inline uint64_t route_key(VertexId src, VertexId dst, uint32_t path) {
   return (static_cast<uint64_t>(path) << 48) ^ (static_cast<uint64_t>(src) << 24) ^ dst;
@@ -110,14 +110,23 @@ class Router {
   explicit Router(const Topology& topo);
   // Throws RoutingError when no path exists.
   const std::vector<LinkId>& route(VertexId src, VertexId dst, uint32_t path = 0);
+  // Adaptive routing: from now on the route of (src, dst, path) between two nodes (path 0 or kRail) is the
+  // cheapest one within kSlack of the minimal cost whose fabric links `fits` accepts; false (nothing changes)
+  // when there is none. The route given before stays valid for whoever holds it.
+  bool detour(VertexId src, VertexId dst, uint32_t path, const std::function<bool(LinkId)>& fits);
+  bool adaptive() const { return topo_.adaptive_routing(); }
   bool same_node(VertexId a, VertexId b) const;
 
  private:
   void intra(VertexId src, VertexId dst, std::vector<LinkId>& out);
   void fabric(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
-  void adaptive(VertexId from_switch, VertexId to_switch, uint64_t salt, std::vector<LinkId>& out);
-  static constexpr uint32_t kSlack = 2;  // adaptive routing: cost beyond the minimal route's (two local hops)
-  uint32_t least_worst(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d);
+  bool build(VertexId src, VertexId dst, uint32_t path, const std::function<bool(LinkId)>* fits,
+             std::vector<LinkId>& out);
+  static constexpr uint32_t kSlack = 2;  // detours: cost beyond the minimal route's (two local hops)
+  bool fitting(VertexId from_switch, VertexId to_switch, uint64_t salt,
+               const std::function<bool(LinkId)>& fits, std::vector<LinkId>& out);
+  bool reachable(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d,
+                 const std::function<bool(LinkId)>& fits);
   const std::vector<uint16_t>& distances_to(VertexId sw);
   VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
   VertexId rail_nic(VertexId src, VertexId dst) const;
@@ -128,8 +137,9 @@ class Router {
   std::unordered_map<uint64_t, std::vector<LinkId>> intra_;
   std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
   std::vector<VertexId> switches_;
-  std::vector<uint32_t> load_;  // adaptive routing: the routes chosen on each link; least_worst's memo
-  std::vector<uint32_t> memo_, memo_stamp_;
+  std::unordered_map<uint64_t, const std::vector<LinkId>*> detours_;  // by route key, over routes_
+  std::deque<std::vector<LinkId>> detour_routes_;
+  std::vector<uint32_t> memo_, memo_stamp_;  // reachable's memo, valid where the stamp is stamp_
   uint32_t stamp_ = 0;
   std::vector<uint32_t> host_index_;  // per vertex: its place among the fabric's hosts (0 for the rest)
   std::vector<uint32_t> gpu_rank_;    // per vertex: a GPU's local rank in its node (0 for the rest)

@@ -94,6 +94,12 @@ bool CollectiveExecutor::start_fast(TaskId t, const CollectiveTask& spec, Time n
 }
 
 void CollectiveExecutor::start(TaskId t, const CollectiveTask& spec, bool fast, Time now) {
+  // Adaptive routing: once per plan, before it first runs, its messages leave the links they would
+  // oversubscribe together where a detour has room (Transport::adapt_routes).
+  if (transport_.router().adaptive() && adapted_.insert(spec.plan.get()).second) {
+    std::vector<Transport::MessageEnds> messages;
+    if (class_messages(spec, messages)) transport_.adapt_routes(messages, spec.plan->protocol());
+  }
   if (fast && start_fast(t, spec, now)) return;
   ++stats_.slow_collectives;
   auto run = std::make_unique<Run>();
@@ -220,10 +226,11 @@ void CollectiveExecutor::round_done_at(Run& run, uint32_t id, uint32_t m, Time t
   events_.schedule(t, EventKind::RoundDone, id, m);
 }
 
-// The links a run alone on the network cannot oversubscribe, from every message of one round per round class
-// (empty when the plan is too large to look at whole: then every message is a flow).
-std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
-  const CollectivePlan& plan = *run.plan;
+// Every member's messages between distinct endpoints in one round of each round class (false when the plan
+// is too large to look at whole).
+bool CollectiveExecutor::class_messages(const CollectiveTask& spec,
+                                        std::vector<Transport::MessageEnds>& messages) const {
+  const CollectivePlan& plan = *spec.plan;
   std::vector<uint32_t> rounds, classes;
   uint64_t sends = 0;
   for (uint32_t s = 0; s < plan.rounds(); ++s) {
@@ -232,19 +239,26 @@ std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
     classes.push_back(c);
     rounds.push_back(s);
     sends += plan.members();
-    if (sends > kUnboundBudget || classes.size() > 64) return {};
+    if (sends > kUnboundBudget || classes.size() > 64) return false;
   }
   std::vector<Send> out;
-  std::vector<Transport::MessageEnds> messages;
   for (uint32_t s : rounds)
     for (uint32_t m = 0; m < plan.members(); ++m) {
       out.clear();
       plan.sends(m, s, out);
       for (const Send& x : out)
-        if (run.spec->members[m] != run.spec->members[x.peer])
-          messages.push_back({run.spec->members[m], run.spec->members[x.peer], x.bytes, x.channels});
+        if (spec.members[m] != spec.members[x.peer])
+          messages.push_back({spec.members[m], spec.members[x.peer], x.bytes, x.channels});
     }
-  return transport_.unbound_links(messages, plan.protocol());
+  return true;
+}
+
+// The links a run alone on the network cannot oversubscribe, from its class_messages (empty when there are
+// too many to look at: then every message is a flow).
+std::vector<char> CollectiveExecutor::unbound_links(const Run& run) {
+  std::vector<Transport::MessageEnds> messages;
+  if (!class_messages(*run.spec, messages)) return {};
+  return transport_.unbound_links(messages, run.plan->protocol());
 }
 
 // Member m enters a round at `now`: is its round as long as the one before?

@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/train/event_core.hpp"
@@ -76,6 +77,7 @@ class CollectiveExecutor {
   Time reduce_delay(const Run& run, uint32_t member, Time now) const;
   void round_done_at(Run& run, uint32_t id, uint32_t member, Time t);
   void note_entry(Run& run, uint32_t member, Time now);
+  bool class_messages(const CollectiveTask& spec, std::vector<Transport::MessageEnds>& messages) const;
   std::vector<char> unbound_links(const Run& run);
   static constexpr uint64_t kUnboundBudget = 1u << 22;  // member-rounds looked at for unbound_links
   uint32_t skip_periods(uint32_t id, Run& run, uint32_t s, Time now);
@@ -87,7 +89,8 @@ class CollectiveExecutor {
   std::function<void(TaskId)> done_;
   FastPath fast_;
   std::vector<std::unique_ptr<Run>> runs_;
-  std::vector<LinkDelta> skipped_usage_;  // what skipped periods put on links
+  std::vector<LinkDelta> skipped_usage_;               // what skipped periods put on links
+  std::unordered_set<const CollectivePlan*> adapted_;  // plans whose routes adapt_routes has seen
 };
 
 }  // namespace ddlsim

@@ -138,4 +138,37 @@ std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messa
   return out;
 }
 
+void Transport::adapt_routes(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol) {
+  struct Part {
+    VertexId src, dst;
+    const std::vector<LinkId>* route;
+    double rate;  // the largest standalone rate of a message on it
+  };
+  std::vector<Part> parts;
+  std::unordered_map<const std::vector<LinkId>*, size_t> index;
+  for (const MessageEnds& m : messages)
+    for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
+                  [&](const FlowRequest& r, Time, double capacity, uint32_t paths) {
+                    if (paths != 1) return;
+                    auto [it, fresh] = index.try_emplace(r.route, parts.size());
+                    if (fresh) parts.push_back({m.src, m.dst, r.route, 0.0});
+                    parts[it->second].rate = std::max(parts[it->second].rate, standalone_rate(r, capacity));
+                  });
+  std::vector<double> load(net_.link_count(), 0.0);
+  for (const Part& p : parts)
+    for (LinkId l : *p.route) load[l] += p.rate;
+  const uint32_t flag = rail(protocol);
+  auto room = [&](LinkId l, double rate) { return load[l] + rate <= net_.capacity(l).value * (1 + 1e-9); };
+  for (const Part& p : parts) {
+    if (std::all_of(p.route->begin(), p.route->end(), [&](LinkId l) { return room(l, 0); })) continue;
+    for (LinkId l : *p.route) load[l] -= p.rate;
+    if (router_.detour(p.src, p.dst, flag, [&](LinkId l) { return !net_.incast(l) && room(l, p.rate); })) {
+      paths_.erase(route_key(p.src, p.dst, flag));
+      for (LinkId l : router_.route(p.src, p.dst, flag)) load[l] += p.rate;
+    } else {
+      for (LinkId l : *p.route) load[l] += p.rate;
+    }
+  }
+}
+
 }  // namespace ddlsim
