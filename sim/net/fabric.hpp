@@ -48,7 +48,8 @@ struct FabricConfig {
 //                         different routers, as HPE Cray EX wires them)
 //   kind: dragonfly-plus  groups (minimum), leaves_per_group, spines_per_group, hosts_per_leaf,
 //                         global_links_per_spine, local_link, global_link   (also spelled dragonfly+)
-//   both dragonflies      routing (minimal | adaptive: Router's least-loaded choice among near-minimal paths)
+//   both dragonflies      routing (minimal | adaptive: a collective's messages detour off the links they
+//                         would oversubscribe, Transport::adapt_routes and Router::detour)
 // Every kind needs `link: {bandwidth, latency}` (host cables); switch-link specs default to it.
 void build_fabric(Topology& topo, const FabricConfig& network, const std::vector<VertexId>& endpoints);
 

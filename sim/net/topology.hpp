@@ -67,7 +67,8 @@ class Topology {
   const std::vector<DirectedLink>& links() const { return links_; }
   const std::vector<LinkId>& out_links(VertexId v) const { return out_[v]; }
   bool on_fabric(VertexId v) const { return vertices_[v].node < 0 || vertices_[v].kind == VertexKind::Nic; }
-  // The fabric routes adaptively (Router::route): a dragonfly's `routing: adaptive`.
+  // The fabric routes adaptively (Transport::adapt_routes, Router::detour): a dragonfly's `routing:
+  // adaptive`.
   void set_adaptive_routing(bool on) { adaptive_routing_ = on; }
   bool adaptive_routing() const { return adaptive_routing_; }
   // Adds every link to `net` in id order, so LinkIds agree.

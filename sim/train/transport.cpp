@@ -119,19 +119,30 @@ uint64_t Transport::finish_direct(uint32_t slot, Time now) {
   return r.tag;
 }
 
-std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messages,
-                                           const MessageProtocol& protocol) {
-  // The largest standalone rate of each route's part, then their sum on each link.
-  std::unordered_map<const std::vector<LinkId>*, double> standalone;
+// The parts of the messages by route (in first use), each with the largest standalone rate of a part on it,
+// and their sum on every link into `load`.
+std::vector<Transport::RouteLoad> Transport::route_loads(const std::vector<MessageEnds>& messages,
+                                                         const MessageProtocol& protocol,
+                                                         std::vector<double>& load) {
+  std::vector<RouteLoad> out;
+  std::unordered_map<const std::vector<LinkId>*, size_t> index;
   for (const MessageEnds& m : messages)
     for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
-                  [&](const FlowRequest& r, Time, double capacity, uint32_t) {
-                    double& s = standalone[r.route];
-                    s = std::max(s, standalone_rate(r, capacity));
+                  [&](const FlowRequest& r, Time, double capacity, uint32_t paths) {
+                    auto [it, fresh] = index.try_emplace(r.route, out.size());
+                    if (fresh) out.push_back({m.src, m.dst, r.route, 0.0, paths});
+                    out[it->second].rate = std::max(out[it->second].rate, standalone_rate(r, capacity));
                   });
-  std::vector<double> load(net_.link_count(), 0.0);
-  for (const auto& [route, rate] : standalone)
-    for (LinkId l : *route) load[l] += rate;
+  load.assign(net_.link_count(), 0.0);
+  for (const RouteLoad& x : out)
+    for (LinkId l : *x.route) load[l] += x.rate;
+  return out;
+}
+
+std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messages,
+                                           const MessageProtocol& protocol) {
+  std::vector<double> load;
+  route_loads(messages, protocol, load);
   std::vector<char> out(net_.link_count(), 0);
   for (LinkId l = 0; l < net_.link_count(); ++l)
     out[l] = !net_.incast(l) && load[l] <= net_.capacity(l).value ? 1 : 0;
@@ -139,28 +150,13 @@ std::vector<char> Transport::unbound_links(const std::vector<MessageEnds>& messa
 }
 
 void Transport::adapt_routes(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol) {
-  struct Part {
-    VertexId src, dst;
-    const std::vector<LinkId>* route;
-    double rate;  // the largest standalone rate of a message on it
-  };
-  std::vector<Part> parts;
-  std::unordered_map<const std::vector<LinkId>*, size_t> index;
-  for (const MessageEnds& m : messages)
-    for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
-                  [&](const FlowRequest& r, Time, double capacity, uint32_t paths) {
-                    if (paths != 1) return;
-                    auto [it, fresh] = index.try_emplace(r.route, parts.size());
-                    if (fresh) parts.push_back({m.src, m.dst, r.route, 0.0});
-                    parts[it->second].rate = std::max(parts[it->second].rate, standalone_rate(r, capacity));
-                  });
-  std::vector<double> load(net_.link_count(), 0.0);
-  for (const Part& p : parts)
-    for (LinkId l : *p.route) load[l] += p.rate;
+  std::vector<double> load;
+  const std::vector<RouteLoad> routes = route_loads(messages, protocol, load);
   const uint32_t flag = rail(protocol);
   auto room = [&](LinkId l, double rate) { return load[l] + rate <= net_.capacity(l).value * (1 + 1e-9); };
-  for (const Part& p : parts) {
-    if (std::all_of(p.route->begin(), p.route->end(), [&](LinkId l) { return room(l, 0); })) continue;
+  for (const RouteLoad& p : routes) {
+    if (p.paths != 1 || std::all_of(p.route->begin(), p.route->end(), [&](LinkId l) { return room(l, 0); }))
+      continue;
     for (LinkId l : *p.route) load[l] -= p.rate;
     if (router_.detour(p.src, p.dst, flag, [&](LinkId l) { return !net_.incast(l) && room(l, p.rate); })) {
       paths_.erase(route_key(p.src, p.dst, flag));

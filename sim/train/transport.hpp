@@ -74,6 +74,14 @@ class Transport {
     double direct_rate = 0;  // > 0: a direct message at this rate (no flow)
   };
   // A part's rate alone on its route: its cap (none when 0) within the route's capacity.
+  struct RouteLoad {
+    VertexId src, dst;
+    const std::vector<LinkId>* route;
+    double rate;     // the largest standalone rate of a part on it
+    uint32_t paths;  // its message's parts (multipath)
+  };
+  std::vector<RouteLoad> route_loads(const std::vector<MessageEnds>& messages,
+                                     const MessageProtocol& protocol, std::vector<double>& load);
   static double standalone_rate(const FlowRequest& r, double capacity) {
     return r.cap > 0 ? std::min(r.cap, capacity) : capacity;
   }
