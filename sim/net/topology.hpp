@@ -116,6 +116,11 @@ class Router {
   // when there is none. The route given before stays valid for whoever holds it.
   bool detour(VertexId src, VertexId dst, uint32_t path, const std::function<bool(LinkId)>& fits);
   bool adaptive() const { return topo_.adaptive_routing(); }
+  // A cable between two fabric switches (what a detour may change).
+  bool between_switches(LinkId l) const {
+    const DirectedLink& d = topo_.links()[l];
+    return topo_.vertex(d.from).node < 0 && topo_.vertex(d.to).node < 0;
+  }
   bool same_node(VertexId a, VertexId b) const;
 
  private:

@@ -1,6 +1,8 @@
 #include "sim/train/transport.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <stdexcept>
 
 namespace ddlsim {
@@ -154,15 +156,29 @@ void Transport::adapt_routes(const std::vector<MessageEnds>& messages, const Mes
   const std::vector<RouteLoad> routes = route_loads(messages, protocol, load);
   const uint32_t flag = rail(protocol);
   auto room = [&](LinkId l, double rate) { return load[l] + rate <= net_.capacity(l).value * (1 + 1e-9); };
+  // A detour depends only on the switch-to-switch links (their loads, less the message's own): one that found
+  // no room for a rate finds none for a larger rate on the same fabric links until a move changes the loads.
+  std::map<std::vector<LinkId>, double> failed;
+  std::vector<LinkId> fabric;
   for (const RouteLoad& p : routes) {
-    if (p.paths != 1 || std::all_of(p.route->begin(), p.route->end(), [&](LinkId l) { return room(l, 0); }))
+    // (Only a switch-to-switch link a detour can leave; a NIC's cable in an incast stays.)
+    if (p.paths != 1 || std::none_of(p.route->begin(), p.route->end(),
+                                     [&](LinkId l) { return router_.between_switches(l) && !room(l, 0); }))
       continue;
+    fabric.clear();
+    std::copy_if(p.route->begin(), p.route->end(), std::back_inserter(fabric),
+                 [&](LinkId l) { return router_.between_switches(l); });
+    auto known = failed.find(fabric);
+    if (known != failed.end() && p.rate >= known->second) continue;
     for (LinkId l : *p.route) load[l] -= p.rate;
     if (router_.detour(p.src, p.dst, flag, [&](LinkId l) { return !net_.incast(l) && room(l, p.rate); })) {
       paths_.erase(route_key(p.src, p.dst, flag));
       for (LinkId l : router_.route(p.src, p.dst, flag)) load[l] += p.rate;
+      failed.clear();
     } else {
       for (LinkId l : *p.route) load[l] += p.rate;
+      double& least = failed.try_emplace(fabric, p.rate).first->second;
+      least = std::min(least, p.rate);
     }
   }
 }

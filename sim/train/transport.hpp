@@ -43,8 +43,9 @@ class Transport {
   };
   std::vector<char> unbound_links(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Adaptive routing (Router, the network's `routing: adaptive`): each message (of one path) whose route the
-  // given messages' standalone rates oversubscribe somewhere moves, in order, to the cheapest detour whose
-  // fabric links have room for its rate besides the others' (Router::detour); the loads follow each move.
+  // given messages' standalone rates oversubscribe on a link between switches moves, in order, to the
+  // cheapest detour whose fabric links have room for its rate besides the others' (Router::detour); the
+  // loads follow each move.
   void adapt_routes(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
   // on the minimal route.
