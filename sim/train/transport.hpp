@@ -48,7 +48,7 @@ class Transport {
   // loads follow each move.
   void adapt_routes(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
-  // on the minimal route.
+  // on its route (the minimal one, or the detour adapt_routes gave its pair).
   void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
                       const MessageProtocol& protocol = {});
   // Message parts sent so far (flows and direct messages).
