@@ -134,11 +134,17 @@ int describe_command(const std::vector<std::string>& args) {
                                    h.algorithm == Algorithm::Nvls ? "nvls" : "ring", plan->protocol().name);
       }
       if (nodes) {
+        // Across nodes whose NVSwitches reduce, also NCCL's NVLSTree estimate.
         CollectiveShape h = shape;
         h.algorithm = Algorithm::Hierarchical;
         h.inter_node = nccl_inter_node(h, c);
-        hierarchical =
-            fmt::format("; hierarchical: {} {}", algorithm_name(h.inter_node), nccl_protocol(h, c).name);
+        const bool tree = h.inter_node == Algorithm::NvlsTree;
+        if (tree) h.algorithm = Algorithm::NvlsTree;
+        const NcclEstimate nvls_tree = nccl_nvls_tree_estimate(shape, c);
+        hierarchical = fmt::format(
+            "; {}hierarchical: {} {}",
+            nvls_tree.seconds >= 0 ? fmt::format("NVLS tree {:.1f}; ", nvls_tree.seconds * 1e6) : "",
+            tree ? "nvls-tree" : algorithm_name(h.inter_node), nccl_protocol(h, c).name);
       }
       std::cout << fmt::format("    {:>10}  {:<8} ({}){}\n", format_bytes(Bytes{bytes}),
                                nccl_protocol(shape, c).name, fmt::join(cells, ", "), hierarchical);

@@ -36,6 +36,8 @@ const char* algorithm_name(Algorithm a) {
       return "ps";
     case Algorithm::Nvls:
       return "nvls";
+    case Algorithm::NvlsTree:
+      return "nvls-tree";
     case Algorithm::Auto:
       return "auto";
   }
@@ -269,15 +271,10 @@ class TreePlan : public CollectivePlan {
 // lowest set bit b has its parent at +b when the bit above b is clear (at -b when that is out of range) and
 // at -b when it is set, so the edges at level k span 2^k positions and most of them join neighbours. Tree 2
 // is tree 1 mirrored (rank p-1-q at position q) for even p, shifted by one for odd p: every rank that is a
-// leaf in one tree is inner in the other, so each rank sends about 2n in all, as in a ring. Each tree carries
-// half the buffer in C chunks, pipelined: a rank at height h sends chunk k to its parent in round k + h
-// (after its children's chunk k arrived and was summed), the root turns chunk k around, and a rank at depth d
-// sends chunk k to its children in round k + H + d (H the root's height). Both trees run in the same rounds.
-class DoubleTreePlan : public CollectivePlan {
+// leaf in one tree is inner in the other, so each rank sends about 2n in all, as in a ring.
+class DoubleBinaryTree {
  public:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  DoubleTreePlan(uint32_t p, double n)
-      : CollectivePlan(p, 0, n), parent_(p, kNone), height_(p, 0), depth_(p, 0) {
+  explicit DoubleBinaryTree(uint32_t p) : p_(p), parent_(p, 0), height_(p, 0), depth_(p, 0) {
     if (p < 2) return;
     for (uint32_t q = 1; q < p; ++q) {
       uint32_t b = q & (~q + 1);
@@ -291,71 +288,91 @@ class DoubleTreePlan : public CollectivePlan {
                      [](uint32_t a, uint32_t b) { return (a & (~a + 1)) < (b & (~b + 1)); });
     for (uint32_t q : order) height_[parent_[q]] = std::max(height_[parent_[q]], height_[q] + 1);
     for (auto it = order.rbegin(); it != order.rend(); ++it) depth_[*it] = depth_[parent_[*it]] + 1;
-    uint32_t max_depth = *std::max_element(depth_.begin(), depth_.end());
+    max_depth_ = *std::max_element(depth_.begin(), depth_.end());
+  }
+  uint32_t parent(uint32_t q) const { return parent_[q]; }  // q > 0
+  uint32_t height(uint32_t q) const { return height_[q]; }
+  uint32_t depth(uint32_t q) const { return depth_[q]; }
+  uint32_t max_depth() const { return max_depth_; }
+  template <class F>
+  void for_children(uint32_t q, F&& f) const {
+    // Children of q: q - b/2 and q + b/2 for its lowest set bit b (the root's: the largest power of two
+    // below p), each only if its parent is q (a right child out of range hangs lower).
+    if (q == 0) {
+      f(std::bit_floor(p_ - 1));
+      return;
+    }
+    for (uint32_t b = (q & (~q + 1)) >> 1; b > 0; b >>= 1) {
+      for (uint32_t c : {q - b, q + b})
+        if (c < p_ && parent_[c] == q) f(c);
+    }
+  }
+  // Rank r's position in tree t (0 or 1), and the rank at position q of tree t.
+  uint32_t position(int t, uint32_t r) const {
+    if (t == 0) return r;
+    return p_ % 2 == 0 ? p_ - 1 - r : (r + 1) % p_;
+  }
+  uint32_t rank(int t, uint32_t q) const {
+    if (t == 0) return q;
+    return p_ % 2 == 0 ? p_ - 1 - q : (q + p_ - 1) % p_;
+  }
+
+ private:
+  uint32_t p_;
+  std::vector<uint32_t> parent_, height_, depth_;
+  uint32_t max_depth_ = 0;
+};
+
+// Each tree carries half the buffer in C chunks, pipelined: a rank at height h sends chunk k to its parent in
+// round k + h (after its children's chunk k arrived and was summed), the root turns chunk k around, and a
+// rank at depth d sends chunk k to its children in round k + H + d (H the root's height). Both trees run in
+// the same rounds.
+class DoubleTreePlan : public CollectivePlan {
+ public:
+  DoubleTreePlan(uint32_t p, double n) : CollectivePlan(p, 0, n), tree_(p) {
+    if (p < 2) return;
     // Chunk size as NCCL tunes it for trees: from 512 KiB, halve while there are fewer than 8·depth chunks
     // (down to 128 KiB), fewer than 4·depth (down to 64 KiB), fewer than depth (down to 32 KiB).
     double half = n / 2, c = 512.0 * 1024;
     for (auto [per_level, floor] : {std::pair{8.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
-      while (half / c < per_level * max_depth && c > floor) c /= 2;
+      while (half / c < per_level * tree_.max_depth() && c > floor) c /= 2;
     chunks_ = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(half / c)));
     chunk_ = half / chunks_;
     // The last chunk leaves the deepest inner rank in round C-1 + H + (D-1).
-    rounds_ = chunks_ + height_[0] + max_depth - 1;
+    rounds_ = chunks_ + tree_.height(0) + tree_.max_depth() - 1;
   }
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     for (int t = 0; t < 2; ++t) {
-      uint32_t q = position(t, r);
-      if (q != 0 && in_pipe(s, height_[q])) out.push_back({rank(t, parent_[q]), chunk_});
-      if (in_pipe(s, height_[0] + depth_[q]))
-        for_children(q, [&](uint32_t c) { out.push_back({rank(t, c), chunk_}); });
+      uint32_t q = tree_.position(t, r);
+      if (q != 0 && in_pipe(s, tree_.height(q))) out.push_back({tree_.rank(t, tree_.parent(q)), chunk_});
+      if (in_pipe(s, tree_.height(0) + tree_.depth(q)))
+        tree_.for_children(q, [&](uint32_t c) { out.push_back({tree_.rank(t, c), chunk_}); });
     }
   }
   uint32_t receives(uint32_t r, uint32_t s) const override {
     uint32_t n = 0;
     for (int t = 0; t < 2; ++t) {
-      uint32_t q = position(t, r);
+      uint32_t q = tree_.position(t, r);
       n += children_in_pipe(q, s);
-      if (q != 0 && in_pipe(s, height_[0] + depth_[q] - 1)) ++n;
+      if (q != 0 && in_pipe(s, tree_.height(0) + tree_.depth(q) - 1)) ++n;
     }
     return n;
   }
   double reduce_bytes(uint32_t r, uint32_t s) const override {
     double b = 0;
-    for (int t = 0; t < 2; ++t) b += children_in_pipe(position(t, r), s) * chunk_;
+    for (int t = 0; t < 2; ++t) b += children_in_pipe(tree_.position(t, r), s) * chunk_;
     return b;
   }
   double reduce_operand(uint32_t, uint32_t) const override { return chunk_; }
 
  private:
   bool in_pipe(uint32_t s, uint32_t first) const { return s >= first && s - first < chunks_; }
-  template <class F>
-  void for_children(uint32_t q, F&& f) const {
-    // Children of q: q - b/2 and q + b/2 for its lowest set bit b (the root's: the largest power of two
-    // below p), each only if its parent is q (a right child out of range hangs lower).
-    uint32_t p = members_;
-    if (q == 0) {
-      f(std::bit_floor(p - 1));
-      return;
-    }
-    for (uint32_t b = (q & (~q + 1)) >> 1; b > 0; b >>= 1) {
-      for (uint32_t c : {q - b, q + b})
-        if (c < p && parent_[c] == q) f(c);
-    }
-  }
   uint32_t children_in_pipe(uint32_t q, uint32_t s) const {
     uint32_t n = 0;
-    for_children(q, [&](uint32_t c) { n += in_pipe(s, height_[c]) ? 1 : 0; });
+    tree_.for_children(q, [&](uint32_t c) { n += in_pipe(s, tree_.height(c)) ? 1 : 0; });
     return n;
   }
-  uint32_t position(int t, uint32_t r) const {
-    if (t == 0) return r;
-    return members_ % 2 == 0 ? members_ - 1 - r : (r + 1) % members_;
-  }
-  uint32_t rank(int t, uint32_t q) const {
-    if (t == 0) return q;
-    return members_ % 2 == 0 ? members_ - 1 - q : (q + members_ - 1) % members_;
-  }
-  std::vector<uint32_t> parent_, height_, depth_;
+  DoubleBinaryTree tree_;
   uint32_t chunks_ = 0;
   double chunk_ = 0;
 };
@@ -561,6 +578,118 @@ class NvlsPlan : public CollectivePlan {
   double loop_;
 };
 
+// NVLS inside every node and NCCL's double binary tree between nodes (NCCL's NVLSTree allreduce,
+// src/device/all_reduce.h): members 0..p-1 are the GPUs, node-major, G per node; member p + i is node i's
+// NVSwitch. Every GPU is the head of one slice in G, and the heads of a slice, one per node, run the trees
+// over the nodes through their own NICs. NCCL cuts the buffer into loops of channels x G heads x chunk bytes,
+// its chunk by calcCollChunking (src/enqueue.cc, NVLS_TREE: NCCL_NVLS_CHUNKSIZE, 128 KiB, capped at 64 KiB
+// from 4 nodes (src/transport/nvls.cc, NVLSTREE_MAX_CHUNKSIZE), then 64 KiB below 4 loops' worth and 32 KiB
+// below one). Loop l, in rounds after l:
+//   0: every GPU hands its loop to its switch (n_l: the switch reads every slice of it);
+//   1: the switch sends each head its slice summed over the node (n_l/G);
+//   2 + k: a head at height k in a tree sends that tree's half of its slice (n_l/2G), summed with its
+//      children's, to its parent;
+//   2 + H + d: a head at depth d (H the root's height) has that half's sum over all nodes: it sends it on to
+//      its children and stores it into its switch;
+//   3 + H + d: the switch writes the node's heads' halves to every GPU (n_l/2).
+// Per GPU and direction that is n(1 + 1/G) over NVLink, as NVLS on one node, and n/G through its NIC.
+class NvlsTreePlan : public CollectivePlan {
+ public:
+  NvlsTreePlan(uint32_t p, uint32_t g, double n, uint32_t channels)
+      : CollectivePlan(p + p / g, 0, n), g_(g), nodes_(p / g), tree_(p / g) {
+    const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
+    double chunk = nodes_ >= 4 ? 64 * 1024 : 128 * 1024;
+    if (n < 4 * ops * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
+    if (n < ops * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
+    loop_ = ops * chunk;
+    loops_ = static_cast<uint32_t>(std::max(1.0, std::ceil(n / loop_)));
+    last_ = 3 + tree_.height(0) + tree_.max_depth();
+    rounds_ = loops_ + last_;
+  }
+  // What a GPU and its switch exchange in a round goes as one message each way (NCCL drives a GPU's NVLink
+  // as one stream); the trees' messages between nodes go one per tree, streamed behind loop 0's.
+  void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
+    const uint32_t gpus = nodes_ * g_;
+    if (r >= gpus) {  // a node's switch
+      const uint32_t node = r - gpus;
+      if (double b = down(node, t); b > 0)
+        for (uint32_t i = 0; i < g_; ++i) out.push_back({node * g_ + i, b});
+      return;
+    }
+    const uint32_t node = r / g_, head = r % g_;
+    if (double b = up(node, t); b > 0) out.push_back({gpus + node, b});
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      if (q != 0 && valid(t, 2 + tree_.height(q))) {
+        const uint32_t l = t - 2 - tree_.height(q);
+        out.push_back({tree_.rank(tr, tree_.parent(q)) * g_ + head, half(l), 1, l > 0});
+      }
+      if (const uint32_t rel = 2 + tree_.height(0) + tree_.depth(q); valid(t, rel)) {
+        const uint32_t l = t - rel;
+        tree_.for_children(q, [&](uint32_t c) {
+          out.push_back({tree_.rank(tr, c) * g_ + head, half(l), 1, l > 0});
+        });
+      }
+    }
+  }
+  uint32_t receives(uint32_t r, uint32_t t) const override {
+    const uint32_t gpus = nodes_ * g_;
+    if (r >= gpus) return up(r - gpus, t) > 0 ? g_ : 0;
+    const uint32_t node = r / g_;
+    uint32_t n = down(node, t) > 0 ? 1 : 0;
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      n += children_at(q, t);
+      if (q != 0 && valid(t, 1 + tree_.height(0) + tree_.depth(q))) ++n;
+    }
+    return n;
+  }
+  // A head sums its children's halves into its own (the switch sums in flight).
+  double reduce_bytes(uint32_t r, uint32_t t) const override {
+    if (r >= nodes_ * g_) return 0;
+    double b = 0;
+    for (int tr = 0; tr < 2; ++tr)
+      tree_.for_children(tree_.position(tr, r / g_), [&](uint32_t c) {
+        if (valid(t, 2 + tree_.height(c))) b += half(t - 2 - tree_.height(c));
+      });
+    return b;
+  }
+  // Rounds in which every phase moves a whole loop, loop 0 behind them all, are alike.
+  uint32_t round_class(uint32_t t) const override { return t >= last_ && t + 1 < loops_ ? 0 : t + 1; }
+
+ private:
+  bool valid(uint32_t t, uint32_t rel) const { return t >= rel && t - rel < loops_; }
+  double loop(uint32_t l) const { return std::min(loop_, bytes_ - l * loop_); }
+  double half(uint32_t l) const { return loop(l) / (2.0 * g_); }
+  // A GPU of `node` to its switch in round t: its loop t, and the halves of its slice whose sum over the
+  // nodes it has (each tree's at 2 + H + its depth).
+  double up(uint32_t node, uint32_t t) const {
+    double b = valid(t, 0) ? loop(t) : 0;
+    for (int tr = 0; tr < 2; ++tr)
+      if (const uint32_t rel = 2 + tree_.height(0) + tree_.depth(tree_.position(tr, node)); valid(t, rel))
+        b += half(t - rel);
+    return b;
+  }
+  // The switch of `node` to each of its GPUs: the GPU's slice of loop t - 1 summed over the node, and each
+  // tree's halves of all its heads a round after they stored them.
+  double down(uint32_t node, uint32_t t) const {
+    double b = valid(t, 1) ? loop(t - 1) / g_ : 0;
+    for (int tr = 0; tr < 2; ++tr)
+      if (const uint32_t rel = 3 + tree_.height(0) + tree_.depth(tree_.position(tr, node)); valid(t, rel))
+        b += loop(t - rel) / 2;
+    return b;
+  }
+  uint32_t children_at(uint32_t q, uint32_t t) const {
+    uint32_t n = 0;
+    tree_.for_children(q, [&](uint32_t c) { n += valid(t, 2 + tree_.height(c)) ? 1 : 0; });
+    return n;
+  }
+  uint32_t g_, nodes_;
+  DoubleBinaryTree tree_;
+  double loop_ = 0;
+  uint32_t loops_ = 1, last_ = 0;
+};
+
 }  // namespace
 
 double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
@@ -597,7 +726,8 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out) {
       {"double-tree", Algorithm::DoubleTree},
       {"direct", Algorithm::Direct},
       {"hierarchical", Algorithm::Hierarchical},
-      {"nvls", Algorithm::Nvls}};
+      {"nvls", Algorithm::Nvls},
+      {"nvls-tree", Algorithm::NvlsTree}};
   for (const auto& [n, a] : kNames)
     if (name == n) {
       out = a;
@@ -685,10 +815,16 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
     case Algorithm::Nvls:
       if (p != c.ranks_per_node || p < 2)
         throw std::invalid_argument(fmt::format(
-            "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (NVLS across "
-            "nodes, with CollNet or NVLSTree, is not modelled)",
+            "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (across nodes: "
+            "nvls-tree)",
             p, c.ranks_per_node));
       return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels));
+    case Algorithm::NvlsTree:
+      if (c.ranks_per_node < 2 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
+        throw std::invalid_argument(fmt::format(
+            "nvls-tree runs on at least 2 nodes of at least 2 GPUs each, not {} ranks at {} per node", p,
+            c.ranks_per_node));
+      return std::make_unique<NvlsTreePlan>(p, c.ranks_per_node, c.bytes, std::max<uint32_t>(1, c.channels));
     case Algorithm::Auto:
       break;
   }

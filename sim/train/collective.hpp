@@ -28,8 +28,9 @@ enum class Algorithm : uint8_t {
   AllGather,        // ring all-gather alone (ZeRO)
   Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
   ParameterServer,  // workers push shards to k servers, servers aggregate, workers pull
-  Nvls,  // NVLink SHARP inside one node: the NVSwitch (member `ranks`) sums in flight (NCCL's NVLS)
-  Auto,  // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
+  Nvls,      // NVLink SHARP inside one node: the NVSwitch (member `ranks`) sums in flight (NCCL's NVLS)
+  NvlsTree,  // NVLS inside every node, a double binary tree between nodes on every GPU's NIC (NVLSTree)
+  Auto,      // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
 };
 const char* algorithm_name(Algorithm a);
 
@@ -53,7 +54,9 @@ struct MessageProtocol {
   double wire = 1;
   double rate_cap = 0;    // per message of one channel (Send::channels); 0: none
   bool streamed = false;  // this message pays no latency (Send::streamed), protocol or not
+  double wire_inter = 0;  // across nodes, where it differs from `wire` (NVLS tree); 0: `wire`
   bool on() const { return name != nullptr; }
+  double wire_for(bool same_node) const { return same_node || wire_inter <= 0 ? wire : wire_inter; }
   // The protocol of a message carrying `channels` channels' chunks together: each channel drives its own.
   MessageProtocol carrying(uint32_t channels) const {
     MessageProtocol p = *this;

@@ -248,7 +248,7 @@ bool CollectiveExecutor::class_messages(const CollectiveTask& spec,
       plan.sends(m, s, out);
       for (const Send& x : out)
         if (spec.members[m] != spec.members[x.peer])
-          messages.push_back({spec.members[m], spec.members[x.peer], x.bytes, x.channels});
+          messages.push_back({spec.members[m], spec.members[x.peer], x.bytes, x.channels, s});
     }
   return true;
 }

@@ -47,6 +47,7 @@ class FastPath::Evaluation {
     const std::vector<LinkId>* route = nullptr;
     int64_t latency = 0, duration = 0;
     double rate = 0;
+    double wire = 1;  // bytes on its links per payload byte
   };
   void begin_round(uint32_t s);
   bool skipped_round(uint32_t s);
@@ -258,9 +259,10 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
     if (shape.peer != snd.peer || shape.bytes != snd.bytes || shape.carry != carry_[r] ||
         shape.streamed != snd.streamed) {
       Time latency;
-      double rate;  // payload bytes per second; its links carry protocol.wire times as many
+      double rate;  // payload bytes per second; its links carry `wire` times as many
       fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate,
                                     plan_.message_protocol(snd, reduction_[r].carry));
+      const double wire = protocol.wire_for(router_.same_node(src, dst));
       shape = {snd.peer,
                snd.bytes,
                carry_[r],
@@ -268,14 +270,15 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
                &router_.route(src, dst, Transport::rail(protocol)),
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
-               rate * protocol.wire};
+               rate * wire,
+               wire};
     }
     int64_t drain = start_[r] + shape.latency;
     end = drain + shape.duration;
     if (snd.bytes > 0) {
       for (LinkId l : *shape.route)
         if (!place(l, drain, end, shape.rate)) return false;
-      record(r, shape.route, snd.bytes * protocol.wire, shape.duration);
+      record(r, shape.route, snd.bytes * shape.wire, shape.duration);
     }
   }
   send_end_[r] = std::max(send_end_[r], end);
@@ -482,7 +485,7 @@ void FastPath::Evaluation::flush_skipped_usage() {
   for (uint32_t r = 0; r < p_; ++r) {
     const MessageShape& shape = shapes_[r];
     if (shape.route == nullptr) continue;
-    double bytes = shape.bytes * plan_.protocol().wire * static_cast<double>(skipped_rounds_);
+    double bytes = shape.bytes * shape.wire * static_cast<double>(skipped_rounds_);
     int64_t busy = shape.duration * static_cast<int64_t>(skipped_rounds_);
     uint32_t e = last_entry_[r];
     if (e != UINT32_MAX && usage[e].route == shape.route) {

@@ -43,6 +43,10 @@ constexpr double kWire[3] = {2.0, 128.0 / 120.0, 1.0};
 // NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100 32).
 constexpr double kNvlsEfficiency[4] = {0, 0, 0.85, 0.74};
 constexpr double kNvlsLat = 25.0;
+// NVLSTree (Simple only): its network step latency (hwLatencies, NET row, NVLSTree Simple: 20.9 us) and
+// what a channel drives (perChMaxNVLSTreeBws, Hopper and Blackwell, 2 nodes and more).
+constexpr double kNvlsTreeNetLat = 20.9;
+constexpr double kNvlsTreePerCh[4][2] = {{0, 0}, {0, 0}, {57.7, 45.5}, {96.0, 80.0}};
 constexpr uint32_t kNvlsChannels[4] = {0, 0, 16, 32};
 
 // The GPU's generation (index into the tables above, and its compute capability), from its datasheet name;
@@ -187,6 +191,43 @@ NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) 
   return e;
 }
 
+NcclEstimate nccl_nvls_tree_estimate(const CollectiveShape& shape, const Cluster& c) {
+  NcclEstimate e{"NVLS", -1, {}};
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  const uint32_t g = static_cast<uint32_t>(c.gpus_per_node);
+  if (nvls_channels(c) == 0 || g < 2 || shape.ranks % g != 0 || shape.ranks / g < 2) return e;
+  // NCCL's model (tuning.cc): per channel the smaller of NVLS's bandwidth (NVLink x nvlsEfficiency x
+  // (channels - 1) / channels, twice for an allreduce) and the network's (twice on two nodes, as for its
+  // tree), within what a channel drives; as bus bandwidth. Here, as for the ring: one GPU's NVLink, and the
+  // node's NICs (the ring's channels).
+  const double ch = kNvlsChannels[gen], p = shape.ranks, nodes = p / g;
+  const double intra =
+      intra_node_cost(c, shape.bytes / p).rate / 1e9 * kNvlsEfficiency[gen] * (ch - 1) / ch * 2;
+  const double inter = inter_node_cost(c, shape.bytes / p).rate / 1e9 *
+                       std::max<uint32_t>(1, shape.channels) * (nodes <= 2 ? 2 : 1);
+  const double bus = std::min({intra, inter, ch * kNvlsTreePerCh[gen][nodes <= 2 ? 0 : 1]});
+  // Latency: NVLS's inside the node once, and the tree's network steps up and down (the network's own
+  // latency twice per step with Simple, as NCCL adds its flush).
+  const double net_lat = kNvlsTreeNetLat + 2 * c.comm.nccl_net_latency.seconds() * 1e6;
+  double alg = bus * p / (2 * (p - 1));
+  // Blackwell on x86 scales NVLSTree by size as its trees (the cluster's CPU is taken as x86).
+  const int size_log = static_cast<int>(log2i(shape.bytes / 64));
+  if (compcap >= 100 && shape.bytes >= 64 && size_log < 23) alg *= kTreeCorrection[kSimple][size_log];
+  e.seconds = (kNvlsLat + 2 * log2i(nodes) * net_lat + shape.bytes / (1e3 * alg)) * 1e-6;
+  // The simulation: NVLS's messages as on one node (Simple's NVLink step latency each, the switch's
+  // efficiency as NVLink bytes per payload byte); the tree's cost NCCL's network step latency and their bytes
+  // alone on the wire; the call NCCL's NVLS latency once.
+  e.messages = MessageProtocol{"NVLS",
+                               Time::from_seconds(kHwLat[kNvLink][kRing][kSimple] * 1e-6),
+                               Time::from_seconds(net_lat * 1e-6),
+                               Time::from_seconds(kNvlsLat * 1e-6),
+                               1 / kNvlsEfficiency[gen],
+                               0};
+  e.messages.wire_inter = 1;
+  return e;
+}
+
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
   Algorithm best = Algorithm::Auto;
   double fastest = 0;
@@ -201,11 +242,15 @@ Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
   if (const NcclEstimate nvls = nccl_nvls_estimate(shape, cluster);
       nvls.seconds >= 0 && best != Algorithm::Auto && nvls.seconds < fastest)
     best = Algorithm::Nvls;
+  if (const NcclEstimate tree = nccl_nvls_tree_estimate(shape, cluster);
+      tree.seconds >= 0 && best != Algorithm::Auto && tree.seconds < fastest)
+    best = Algorithm::NvlsTree;
   return best;
 }
 
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster) {
   if (shape.algorithm == Algorithm::Nvls) return nccl_nvls_estimate(shape, cluster).messages;
+  if (shape.algorithm == Algorithm::NvlsTree) return nccl_nvls_tree_estimate(shape, cluster).messages;
   MessageProtocol best;
   double fastest = 0;
   for (const NcclEstimate& e : nccl_estimates(shape, cluster))

@@ -32,12 +32,16 @@ MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& clust
 // or later GPU): NCCL's estimate and the protocol its messages run with; seconds < 0 where NCCL cannot run
 // it.
 NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& cluster);
+// NVLSTree across nodes whose NVSwitches reduce: NVLS inside every node and NCCL's double binary tree between
+// nodes, each GPU's slice on its own NIC. NCCL's estimate and its messages' protocol; seconds < 0 where NCCL
+// cannot run it (one node, no NVSwitch that reduces, a GPU before Hopper).
+NcclEstimate nccl_nvls_tree_estimate(const CollectiveShape& shape, const Cluster& cluster);
 // NCCL's NVLS channels for the cluster's GPU (they set an NVLS plan's loop size); 0 where NVLS cannot run:
 // no NVSwitch that reduces, or a GPU before Hopper.
 uint32_t nvls_channels(const Cluster& cluster);
 // For a Hierarchical `shape`: the algorithm between nodes, Ring or DoubleTree, whose estimate with its best
 // protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Nvls on one node when NVLS
-// beats both; Auto when the cluster does not run NCCL's protocols.
+// beats both, NvlsTree across nodes when NVLSTree does; Auto when the cluster does not run NCCL's protocols.
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster);
 
 }  // namespace ddlsim

@@ -50,7 +50,7 @@ void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& l
   rate = path0.capacity * range.efficiency;
   if (range.bandwidth > 0) rate = std::min(rate, range.bandwidth);
   if (protocol.on()) {  // payload bytes per second: the wire carries wire x as many
-    rate /= protocol.wire;
+    rate /= protocol.wire_for(path0.same_node);
     if (protocol.rate_cap > 0) rate = std::min(rate, protocol.rate_cap);
   }
 }
@@ -61,16 +61,17 @@ uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, cons
   const Path& minimal = path(src, dst, rail(protocol));
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
+  const double wire = protocol.wire_for(minimal.same_node);
   for (uint32_t p = 0; p < paths; ++p) {
     const Path& pp = p == 0 ? minimal : path(src, dst, p | rail(protocol));
     double rate_cap = pp.capacity * range.efficiency;
     if (range.bandwidth > 0) rate_cap = std::min(rate_cap, range.bandwidth / paths);
     if (range.efficiency >= 1 && range.bandwidth <= 0) rate_cap = 0;  // links alone decide
     if (protocol.on() && protocol.rate_cap > 0) {  // on the wire: the payload bound x the wire factor
-      double cap = protocol.rate_cap * protocol.wire / paths;
+      double cap = protocol.rate_cap * wire / paths;
       rate_cap = rate_cap > 0 ? std::min(rate_cap, cap) : cap;
     }
-    part(FlowRequest{pp.route, bytes * protocol.wire / paths, rate_cap, 0},
+    part(FlowRequest{pp.route, bytes * wire / paths, rate_cap, 0},
          message_latency(protocol, minimal.same_node, pp.latency, range.alpha), pp.capacity, paths);
   }
   return paths;
@@ -121,19 +122,28 @@ uint64_t Transport::finish_direct(uint32_t slot, Time now) {
   return r.tag;
 }
 
-// The parts of the messages by route (in first use), each with the largest standalone rate of a part on it,
-// and their sum on every link into `load`.
+// The parts of the messages by route (in first use), each with the most its parts of one round take at once
+// (their standalone rates summed: a member may send two messages on one route in a round, as the two trees
+// of a double tree between two ranks), and their sum on every link into `load`.
 std::vector<Transport::RouteLoad> Transport::route_loads(const std::vector<MessageEnds>& messages,
                                                          const MessageProtocol& protocol,
                                                          std::vector<double>& load) {
   std::vector<RouteLoad> out;
   std::unordered_map<const std::vector<LinkId>*, size_t> index;
+  std::vector<std::pair<uint32_t, double>>
+      round_sum;  // per route: its latest round, and its parts' sum there
   for (const MessageEnds& m : messages)
     for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
                   [&](const FlowRequest& r, Time, double capacity, uint32_t paths) {
                     auto [it, fresh] = index.try_emplace(r.route, out.size());
-                    if (fresh) out.push_back({m.src, m.dst, r.route, 0.0, paths});
-                    out[it->second].rate = std::max(out[it->second].rate, standalone_rate(r, capacity));
+                    if (fresh) {
+                      out.push_back({m.src, m.dst, r.route, 0.0, paths});
+                      round_sum.push_back({m.round, 0.0});
+                    }
+                    auto& [round, sum] = round_sum[it->second];
+                    if (round != m.round) round = m.round, sum = 0;
+                    sum += standalone_rate(r, capacity);
+                    out[it->second].rate = std::max(out[it->second].rate, sum);
                   });
   load.assign(net_.link_count(), 0.0);
   for (const RouteLoad& x : out)

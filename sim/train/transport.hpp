@@ -33,13 +33,15 @@ class Transport {
   // The DirectDone event of request `slot`: returns its tag (it completed as its flow would have).
   uint64_t finish_direct(uint32_t slot, Time now);
   // The links that no set of the given messages running at once can oversubscribe: the standalone rates of
-  // every route they take sum to at most the link's capacity (incast links never qualify). By max-min, a
+  // every route they take (of its messages of one round together) sum to at most the link's capacity
+  // (incast links never qualify). By max-min, a
   // message whose links are all unbound drains at its standalone rate whatever else of them runs, and
   // leaves every other rate as it is.
   struct MessageEnds {
     VertexId src, dst;
     double bytes;
-    uint32_t channels;  // as Send::channels
+    uint32_t channels;   // as Send::channels
+    uint32_t round = 0;  // messages of one round run at once (given round by round)
   };
   std::vector<char> unbound_links(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
   // Adaptive routing (Router, the network's `routing: adaptive`): each message (of one path) whose route the
@@ -78,7 +80,7 @@ class Transport {
   struct RouteLoad {
     VertexId src, dst;
     const std::vector<LinkId>* route;
-    double rate;     // the largest standalone rate of a part on it
+    double rate;     // the most its parts of one round take: their standalone rates summed
     uint32_t paths;  // its message's parts (multipath)
   };
   std::vector<RouteLoad> route_loads(const std::vector<MessageEnds>& messages,

@@ -491,6 +491,76 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
   }
 }
 
+TEST(ClosedForm, NvlsTreeAcrossNodes) {
+  // NVLSTree on N nodes of G = 4 H100s whose NVSwitch reduces (B = 100 GB/s each way), a NIC per GPU on a
+  // star of C per link. NCCL's loops: L = 16 channels x G heads x 128 KiB = 8 MiB (n of at least 4 loops; 64
+  // KiB chunks from 4 nodes). Per loop, each GPU moves L(1 + 1/G) each way over NVLink (its loop up and the
+  // sums of its slice's two halves back into the switch; its slice's node sum and the nodes' sums down) and,
+  // on two nodes, L/G each way through its NIC (half its slice up one tree, the other half's sum down the
+  // other, both to the peer node's head of that slice). Once the pipeline is full every round moves one whole
+  // loop through each phase, so each further loop adds one round:
+  //   NVLink-bound (C = 100 GB/s):  dT = s + L(1 + 1/G) / (0.85·B)  (s = 3.4 us: Simple's NVLink step,
+  //                                 0.85: NCCL's NVLS efficiency on Hopper, as wire bytes 1/0.85 per byte)
+  //   NIC-bound (C = 5 GB/s):       dT = L / (G·C)  (the two halves share the NIC; streamed behind loop 0)
+  // The fast path and the flow model (--no-fast) give the same time to the picosecond, on 2 to 8 nodes.
+  const double G = 4, B = 100e9, L = 16 * G * 131072, s = 3.4e-6;
+  auto run_tree = [&](int nodes, double loops, const char* nic, bool fast) {
+    Scenario sc =
+        scenario_from(fmt::format("name: nvls-tree\n"
+                                  "cluster:\n"
+                                  "  nodes: {}\n"
+                                  "  gpu: h100\n"
+                                  "  node: {{gpus: 4, nics: 4, gpu_link: {{kind: nvswitch, bandwidth: "
+                                  "100GB/s, latency: 1us, nvls: true}},\n"
+                                  "         pcie: {{bandwidth: 200GB/s, latency: 1us}}}}\n"
+                                  "  network: {{kind: star, link: {{bandwidth: {}, latency: 1us}}}}\n"
+                                  "  comm: {{protocols: nccl}}\n"
+                                  "workload: {{collective: allreduce, bytes: {}B}}\n"
+                                  "strategies: [nvls-tree]\n",
+                                  nodes, nic, loops * L));
+    return run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{fast}).time_s;
+  };
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    EXPECT_NEAR(run_tree(2, 16, "100GB/s", fast) - run_tree(2, 8, "100GB/s", fast),
+                8 * (s + L * (1 + 1 / G) / (0.85 * B)), 1e-9);
+    EXPECT_NEAR(run_tree(2, 16, "5GB/s", fast) - run_tree(2, 8, "5GB/s", fast), 8 * L / (G * 5e9), 1e-9);
+  }
+  for (int nodes : {2, 3, 8})
+    for (const char* nic : {"100GB/s", "5GB/s"}) {
+      SCOPED_TRACE(fmt::format("{} nodes, {}", nodes, nic));
+      EXPECT_EQ(run_tree(nodes, 12.5, nic, true), run_tree(nodes, 12.5, nic, false));
+    }
+}
+
+TEST(ClosedForm, NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes) {
+  // Two DGX H100 nodes: NCCL's tuner weighs NVLSTree (NVLS in each node, the trees between them) against its
+  // ring and tree. NVLSTree's latency (25 us + 2 network steps) loses to the tree with LL at small sizes; its
+  // bandwidth (NVLink's 370 GB/s x 0.85 x 15/16 x 2 = 590 GB/s bus, the NICs doubled on two nodes) wins from
+  // 16 MiB on
+  // (`ddlsim describe`). Without nvls in the topology the same nodes run the tree or ring.
+  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+                                            "/topologies/dgx-h100-ndr-fattree.yaml, nodes: 2}\n",
+                                        "h100.yaml");
+  ClusterConfig config = parse_cluster(root["cluster"], false);
+  auto chosen = [&](const Cluster& cl, double bytes) {
+    CollectiveShape shape;
+    shape.algorithm = Algorithm::Hierarchical;
+    shape.inter_node = Algorithm::Auto;
+    shape.ranks = 16;
+    shape.ranks_per_node = 8;
+    shape.bytes = bytes;
+    cluster_plan(shape, cl, 0);
+    return shape.algorithm;
+  };
+  Cluster c = build_cluster(config, 2);
+  EXPECT_EQ(chosen(c, 4096), Algorithm::Hierarchical);
+  EXPECT_EQ(chosen(c, 16 * 1048576.0), Algorithm::NvlsTree);
+  EXPECT_EQ(chosen(c, 1 << 30), Algorithm::NvlsTree);
+  config.node->nvls = false;
+  EXPECT_EQ(chosen(build_cluster(config, 2), 1 << 30), Algorithm::Hierarchical);
+}
+
 TEST(ClosedForm, NcclTunerPicksNvlsAboveItsLatency) {
   // One DGX H100 (NVSwitches that reduce): NCCL's tuner runs the ring with LL where its 15 us beat NVLS's 25
   // us, and NVLS from where NVLS's bandwidth repays its latency (between 256 KiB and 2 MiB, `ddlsim describe`

@@ -134,6 +134,16 @@ TEST(ShippedScenarios, DescribePrintsWhereNcclRunsNvls) {
   EXPECT_NE(line("256 KiB").find("NCCL runs ring LL"), std::string::npos) << out;
   EXPECT_NE(line("2 MiB").find("NCCL runs nvls NVLS"), std::string::npos) << out;
   EXPECT_NE(line("8 GiB").find("NCCL runs nvls NVLS"), std::string::npos) << out;
+  // Two of them: NVLSTree's estimate beside the others, and the tuner's pick across nodes (the tree with LL
+  // at 4 KiB, NVLSTree from 16 MiB; ClosedForm.NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes).
+  auto two = ddlsim_test::run_ddlsim(
+      "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/topologies/dgx-h100-ndr-fattree.yaml' --nodes 2",
+      ddlsim_test::Capture::Both);
+  ASSERT_EQ(two.status, 0) << two.out;
+  out = two.out;
+  EXPECT_NE(line("4 KiB").find("NVLS tree "), std::string::npos) << out;
+  EXPECT_NE(line("4 KiB").find("hierarchical: double-tree LL"), std::string::npos) << out;
+  EXPECT_NE(line("16 MiB").find("hierarchical: nvls-tree NVLS"), std::string::npos) << out;
 }
 
 TEST(ShippedScenarios, DescribeSaysWhatEachAllreduceStrategyRuns) {

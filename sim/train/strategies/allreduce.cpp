@@ -21,8 +21,8 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
     if (!allreduce_algorithm(v, a.algorithm))
       o.fail(
           "algorithm",
-          "algorithm must be ring, rhd, recursive-doubling, mpich, tree, double-tree, direct, hierarchical "
-          "or nvls");
+          "algorithm must be ring, rhd, recursive-doubling, mpich, tree, double-tree, direct, hierarchical, "
+          "nvls or nvls-tree");
   }
   if (o.has("inter_node")) {
     a.inter_node = parse_inter_node(o, "inter_node");

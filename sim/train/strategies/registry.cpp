@@ -39,6 +39,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"direct", flat, configure_flat_allreduce, allreduce_builder},
       {"hierarchical", flat, configure_flat_allreduce, allreduce_builder},
       {"nvls", flat, configure_flat_allreduce, allreduce_builder},
+      {"nvls-tree", flat, configure_flat_allreduce, allreduce_builder},
   };
   return entries;
 }
@@ -83,7 +84,7 @@ Algorithm parse_inter_node(const OptionReader& o, const std::string& key) {
   std::string v = o.text(key);
   if (v == "auto") return Algorithm::Auto;
   if (allreduce_algorithm(v, a) && a != Algorithm::Direct && a != Algorithm::Hierarchical &&
-      a != Algorithm::Nvls)
+      a != Algorithm::Nvls && a != Algorithm::NvlsTree)
     return a;
   o.fail(key, "inter_node must be ring, rhd, tree, double-tree or auto");
 }
@@ -119,8 +120,8 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     // With NCCL's protocols, NCCL's tuner picks ring, tree or (one node) NVLS; otherwise the α-β estimate of
     // ring and tree.
     shape.inter_node = nccl_inter_node(shape, cluster);
-    if (shape.inter_node == Algorithm::Nvls) {
-      shape.algorithm = Algorithm::Nvls;
+    if (shape.inter_node == Algorithm::Nvls || shape.inter_node == Algorithm::NvlsTree) {
+      shape.algorithm = shape.inter_node;
       shape.inter_node = Algorithm::Ring;
     }
     if (shape.inter_node == Algorithm::Auto) {
@@ -137,13 +138,17 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     double chunks = std::ceil(shape.bytes / (std::max<uint32_t>(1, shape.channels) * chunk));
     shape.chunks = static_cast<uint32_t>(std::clamp(chunks, 1.0, static_cast<double>(kMaxPipelineChunks)));
   }
-  if (shape.algorithm == Algorithm::Nvls) {
-    shape.channels = nvls_channels(cluster);  // make_plan refuses more than one node
+  // NCCL disables NVLSTree on one node, where it runs NVLS (tuning.cc): so does a run asked for nvls-tree,
+  // such as its reference on one node.
+  if (shape.algorithm == Algorithm::NvlsTree && shape.ranks <= static_cast<uint32_t>(cluster.gpus_per_node))
+    shape.algorithm = Algorithm::Nvls;
+  if (shape.algorithm == Algorithm::Nvls || shape.algorithm == Algorithm::NvlsTree) {
+    shape.channels = nvls_channels(cluster);  // make_plan refuses the wrong node count
     if (shape.channels == 0)
-      throw std::invalid_argument(
-          "nvls needs GPUs that meet at an NVSwitch which reduces (gpu_link: {kind: nvswitch, nvls: true}) "
-          "and a "
-          "Hopper or later GPU");
+      throw std::invalid_argument(fmt::format(
+          "{} needs GPUs that meet at an NVSwitch which reduces (gpu_link: {{kind: nvswitch, nvls: true}}) "
+          "and a Hopper or later GPU",
+          algorithm_name(shape.algorithm)));
   }
   std::unique_ptr<CollectivePlan> plan = make_plan(shape);
   plan->set_protocol(nccl_protocol(shape, cluster));
@@ -153,6 +158,8 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
 std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluster& cluster) {
   std::vector<VertexId> members = cluster.gpus;
   if (resolved.algorithm == Algorithm::Nvls) members.push_back(cluster.nvswitches.at(0));
+  if (resolved.algorithm == Algorithm::NvlsTree)
+    members.insert(members.end(), cluster.nvswitches.begin(), cluster.nvswitches.end());
   return members;
 }
 
@@ -189,7 +196,7 @@ bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
   // A collective library's protocol: its step latency, its base once (bounded per round), its wire bytes.
   if (const MessageProtocol& pr = plan.protocol(); pr.on()) {
     alpha += std::max(pr.alpha_intra, pr.alpha_inter).seconds() + pr.base.seconds();
-    rate /= pr.wire;
+    rate /= std::max(pr.wire, pr.wire_inter);
     if (pr.rate_cap > 0) rate = std::min(rate, pr.rate_cap);
   }
   // A route crosses a few links inside each node and a few fabric switches: 32 links bound any of them.
