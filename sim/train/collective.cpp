@@ -502,6 +502,92 @@ class PipelinedHierarchicalPlan : public CollectivePlan {
   uint32_t g_, nodes_, k_, depth_;
 };
 
+// The hierarchical allreduce with NCCL's double binary tree between more than two nodes, pipelined as NCCL
+// runs its tree: chunk c (of K) runs, from round c, the intra-node ring reduce-scatter (G−1 steps of n/KG),
+// then the tree between nodes on each GPU's slice (local rank l of every node in one tree pair, half the
+// slice up and down each tree, h = n/2KG: a GPU at height k sends up in G−1+k, one at depth d has the sum in
+// A = G−1+H+d and sends it on down then), then each half's intra-node ring all-gather from A on (G−1 steps of
+// h). A GPU's chunk-steps to its next local rank go as one message; chunk 0's messages pay their path's
+// latency and the ones behind it stream (as PipelinedHierarchicalPlan).
+class PipelinedTreeHierarchicalPlan : public CollectivePlan {
+ public:
+  PipelinedTreeHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks)
+      : CollectivePlan(p, 0, n), g_(g), nodes_(p / g), k_(chunks), tree_(p / g) {
+    span_ = 2 * (g_ - 1) + tree_.height(0) + tree_.max_depth() + 1;
+    rounds_ = k_ + span_ - 1;
+  }
+  void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
+    const uint32_t node = r / g_, local = r % g_;
+    bool first = false;
+    if (const double b = intra(node, t, first); b > 0)
+      out.push_back({node * g_ + (local + 1) % g_, b, 1, !first});
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      if (uint32_t c; q != 0 && chunk_at(t, g_ - 1 + tree_.height(q), c))
+        out.push_back({tree_.rank(tr, tree_.parent(q)) * g_ + local, half(), 1, c > 0});
+      if (uint32_t c; chunk_at(t, g_ - 1 + tree_.height(0) + tree_.depth(q), c))
+        tree_.for_children(q, [&](uint32_t ch) {
+          out.push_back({tree_.rank(tr, ch) * g_ + local, half(), 1, c > 0});
+        });
+    }
+  }
+  uint32_t receives(uint32_t r, uint32_t t) const override {
+    const uint32_t node = r / g_;
+    bool first = false;
+    uint32_t n = intra(node, t, first) > 0 ? 1 : 0;  // from the previous local rank, on the same schedule
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      uint32_t c;
+      tree_.for_children(q, [&](uint32_t ch) { n += chunk_at(t, g_ - 1 + tree_.height(ch), c) ? 1 : 0; });
+      if (q != 0 && chunk_at(t, g_ - 2 + tree_.height(0) + tree_.depth(q), c)) ++n;
+    }
+    return n;
+  }
+  // The reduce-scatter's received parts, and the children's halves in the trees.
+  double reduce_bytes(uint32_t r, uint32_t t) const override {
+    double b = in_window(t, 0, g_ - 1) * part();
+    uint32_t c;
+    for (int tr = 0; tr < 2; ++tr)
+      tree_.for_children(tree_.position(tr, r / g_), [&](uint32_t ch) {
+        if (chunk_at(t, g_ - 1 + tree_.height(ch), c)) b += half();
+      });
+    return b;
+  }
+  // Rounds whose every phase holds a chunk behind chunk 0 are alike.
+  uint32_t round_class(uint32_t t) const override { return t >= span_ && t < k_ ? 0 : t + 1; }
+
+ private:
+  double part() const { return bytes_ / k_ / g_; }
+  double half() const { return part() / 2; }
+  // The chunk at relative step `rel` in round t, if any.
+  bool chunk_at(uint32_t t, uint32_t rel, uint32_t& c) const {
+    if (t < rel || t - rel >= k_) return false;
+    c = t - rel;
+    return true;
+  }
+  // How many chunks are at relative steps [first, first + len) in round t.
+  uint32_t in_window(uint32_t t, uint32_t first, uint32_t len) const {
+    const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(t) - first - len + 1);
+    const int64_t hi = std::min<int64_t>(k_ - 1, static_cast<int64_t>(t) - first);
+    return hi >= lo ? static_cast<uint32_t>(hi - lo + 1) : 0;
+  }
+  // A GPU of `node` to its next local rank in round t: the reduce-scatter steps and each half's all-gather
+  // steps; `first`: chunk 0 among them.
+  double intra(uint32_t node, uint32_t t, bool& first) const {
+    double b = in_window(t, 0, g_ - 1) * part();
+    first = t < g_ - 1;
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t a = g_ - 1 + tree_.height(0) + tree_.depth(tree_.position(tr, node));
+      b += in_window(t, a, g_ - 1) * half();
+      first = first || (t >= a && t < a + g_ - 1);
+    }
+    return b;
+  }
+  uint32_t g_, nodes_, k_;
+  DoubleBinaryTree tree_;
+  uint32_t span_ = 0;
+};
+
 // Members 0..p-1 are workers, p..p+k-1 servers. Round 0: every worker pushes n/k to every server; servers
 // aggregate p shards. Round 1: every server sends its n/k shard back to every worker. A worker colocated with
 // a server still "sends" to it: the endpoints decide whether that crosses a link.
@@ -754,7 +840,7 @@ Algorithm resolve_inter_node(const CollectiveShape& c) {
 bool pipelined_hierarchical(const CollectiveShape& c, Algorithm between) {
   const uint32_t nodes = c.ranks_per_node > 0 ? c.ranks / c.ranks_per_node : 0;
   return c.chunks > 1 && c.ranks_per_node > 1 && nodes > 1 &&
-         (between == Algorithm::Ring || (between == Algorithm::DoubleTree && nodes == 2));
+         (between == Algorithm::Ring || between == Algorithm::DoubleTree);
 }
 
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
@@ -804,9 +890,12 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         between.algorithm = resolve_inter_node(c);
         between.ranks = p / c.ranks_per_node;
         between.bytes = c.bytes / c.ranks_per_node;
-        if (pipelined_hierarchical(c, between.algorithm))
-          return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes,
-                                                             std::min(c.chunks, kMaxPipelineChunks));
+        if (pipelined_hierarchical(c, between.algorithm)) {
+          const uint32_t chunks = std::min(c.chunks, kMaxPipelineChunks);
+          if (between.algorithm == Algorithm::DoubleTree && between.ranks > 2)
+            return std::make_unique<PipelinedTreeHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
+          return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
+        }
         return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));
       }
     case Algorithm::ParameterServer:

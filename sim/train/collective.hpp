@@ -164,8 +164,8 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& shape);
 Algorithm resolve_inter_node(const CollectiveShape& shape);
 
 // Whether a Hierarchical shape running `between` between its nodes runs its phases pipelined in its chunks:
-// with a ring between nodes, or a double tree between two (which moves what a ring does: each node sends the
-// other half the buffer up one tree and half down the other, and gets as much).
+// with a ring or a double tree between nodes (between two, the double tree runs as the ring: it moves what a
+// ring does, each node sending the other half the buffer up one tree and half down the other).
 bool pipelined_hierarchical(const CollectiveShape& shape, Algorithm between);
 
 }  // namespace ddlsim

@@ -666,6 +666,45 @@ TEST(ClosedForm, PipelinedHierarchicalOverlapsItsPhases) {
   EXPECT_LT(pipelined, phases - 0.5 * 2 * (ai + 4 * a / Bi));
 }
 
+TEST(ClosedForm, PipelinedHierarchicalTreeAcrossNodes) {
+  // comm.pipeline_chunk with NCCL's double binary tree between N = 4 nodes of g = 2 GPUs (NVLink 100 GB/s, a
+  // NIC per GPU behind 50 GB/s of PCIe to a star of B_e = 10 GB/s; α_intra 2 us, α_inter 5 us), chunks of C =
+  // 1 MiB per channel, two channels: n = 2KC. Chunk c runs from round c: the intra reduce-scatter (part C to
+  // the other GPU), the trees on each GPU's slice (halves h = C/2), each half's intra all-gather once the
+  // node has its sum. The trees over positions 0..3 (tree 1 mirrored): nodes 1 and 2 are inner in one tree
+  // (up h, down 2h) and leaves in the other (up h), so their NICs carry 4h = 2C each way per round, nodes 0
+  // and 3 (the roots) 2C/2. Once the pipeline is full every round moves one chunk through each phase, so each
+  // further chunk adds one round, bound by those NICs and, where sums cost γ = 1/R (R = 50 GB/s), by what
+  // nodes 1 and 2 sum after it (their reduce-scatter part C and their two children's halves, C):
+  //   dT = 2C/B_e  (sums free);   dT = 2C/B_e + 2C/R
+  // The fast path and the flow model agree to the picosecond, and the pipeline beats the phases one after
+  // the other (pipeline_chunk: none).
+  const double C = 1048576, Be = 10e9, R = 50e9;
+  auto run_tree = [&](double chunks, const std::string& comm, bool fast) {
+    Scenario sc = scenario_from(fmt::format(
+        "name: pipelined-tree\n"
+        "cluster:\n"
+        "  nodes: 4\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: 2, nics: 2, gpu_link: {{kind: nvlink-mesh, bandwidth: 100GB/s, latency: 0us}},\n"
+        "         pcie: {{bandwidth: 50GB/s, latency: 0us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: 10GB/s, latency: 0us}}}}\n"
+        "  comm: {{alpha_intra: 2us, alpha_inter: 5us{}}}\n"
+        "workload: {{collective: allreduce, bytes: {}B}}\n"
+        "strategies:\n  - {{name: hierarchical, inter_node: double-tree}}\n",
+        comm, 2 * chunks * C));
+    return run_collective_workload(sc, sc.strategies.at(0), 4, EngineOptions{fast}).time_s;
+  };
+  const std::string piped = ", pipeline_chunk: 1MiB", summed = piped + ", reduce_bandwidth_gpu: 50GB/s";
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    EXPECT_NEAR(run_tree(16, piped, fast) - run_tree(8, piped, fast), 8 * 2 * C / Be, 1e-9);
+    EXPECT_NEAR(run_tree(16, summed, fast) - run_tree(8, summed, fast), 8 * (2 * C / Be + 2 * C / R), 1e-9);
+    EXPECT_LT(run_tree(8, piped, fast), run_tree(8, ", pipeline_chunk: none", fast));
+  }
+  EXPECT_EQ(run_tree(8, summed, true), run_tree(8, summed, false));
+}
+
 TEST(ClosedForm, ParameterServerDedicated) {
   // p workers, k dedicated servers, equal links. Push: worker uplinks carry n (k flows of n/k), each server
   // downlink carries p·n/k; pull mirrors it. T = 2·max(n/B, p·n/(k·B)) + 2·2l
