@@ -323,6 +323,67 @@ class DoubleBinaryTree {
   uint32_t max_depth_ = 0;
 };
 
+// NCCL's double binary tree between N nodes as a pipeline phase of a larger plan: chunk c enters it in round
+// c + base, each node's member of a group (local rank l of every node, or the head of a slice) carrying half
+// the chunk's part up and down each tree. A node at height k in a tree sends its half, summed with its
+// children's, up in c + base + k; one at depth d has the half's sum in c + base + H + d (H the root's height)
+// and sends it on down then. Tree messages behind chunk 0 stream.
+class TreePhase {
+ public:
+  TreePhase(uint32_t nodes, uint32_t base) : tree_(nodes), base_(base) {}
+  // The rounds from a chunk's entry to the last node's having both sums, plus one.
+  uint32_t span() const { return tree_.height(0) + tree_.max_depth() + 1; }
+  // When `node` has tree tr's half of a chunk entered at round 0.
+  uint32_t summed(int tr, uint32_t node) const {
+    return base_ + tree_.height(0) + tree_.depth(tree_.position(tr, node));
+  }
+  // Member `local` of `node` (peers: the same local index on other nodes, g per node) in round t, of chunks
+  // 0..k-1 whose halves are half(c).
+  template <class Half>
+  void sends(uint32_t node, uint32_t local, uint32_t g, uint32_t t, uint32_t k, Half&& half,
+             std::vector<Send>& out) const {
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      if (uint32_t c; q != 0 && at(t, base_ + tree_.height(q), k, c))
+        out.push_back({tree_.rank(tr, tree_.parent(q)) * g + local, half(c), 1, c > 0});
+      if (uint32_t c; at(t, summed(tr, node), k, c))
+        tree_.for_children(q, [&](uint32_t ch) {
+          out.push_back({tree_.rank(tr, ch) * g + local, half(c), 1, c > 0});
+        });
+    }
+  }
+  uint32_t receives(uint32_t node, uint32_t t, uint32_t k) const {
+    uint32_t n = 0, c;
+    for (int tr = 0; tr < 2; ++tr) {
+      const uint32_t q = tree_.position(tr, node);
+      tree_.for_children(q, [&](uint32_t ch) { n += at(t, base_ + tree_.height(ch), k, c) ? 1 : 0; });
+      if (q != 0 && at(t, summed(tr, node) - 1, k, c)) ++n;
+    }
+    return n;
+  }
+  // The children's halves `node` sums into its own in round t.
+  template <class Half>
+  double reduced(uint32_t node, uint32_t t, uint32_t k, Half&& half) const {
+    double b = 0;
+    uint32_t c;
+    for (int tr = 0; tr < 2; ++tr)
+      tree_.for_children(tree_.position(tr, node), [&](uint32_t ch) {
+        if (at(t, base_ + tree_.height(ch), k, c)) b += half(c);
+      });
+    return b;
+  }
+
+ private:
+  // The chunk (of k) at relative round `rel` in round t, if any.
+  static bool at(uint32_t t, uint32_t rel, uint32_t k, uint32_t& c) {
+    if (t < rel || t - rel >= k) return false;
+    c = t - rel;
+    return true;
+  }
+  DoubleBinaryTree tree_;
+  uint32_t base_;
+};
+
 // Each tree carries half the buffer in C chunks, pipelined: a rank at height h sends chunk k to its parent in
 // round k + h (after its children's chunk k arrived and was summed), the root turns chunk k around, and a
 // rank at depth d sends chunk k to its children in round k + H + d (H the root's height). Both trees run in
@@ -512,8 +573,8 @@ class PipelinedHierarchicalPlan : public CollectivePlan {
 class PipelinedTreeHierarchicalPlan : public CollectivePlan {
  public:
   PipelinedTreeHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks)
-      : CollectivePlan(p, 0, n), g_(g), nodes_(p / g), k_(chunks), tree_(p / g) {
-    span_ = 2 * (g_ - 1) + tree_.height(0) + tree_.max_depth() + 1;
+      : CollectivePlan(p, 0, n), g_(g), k_(chunks), trees_(p / g, g - 1) {
+    span_ = 2 * (g_ - 1) + trees_.span();
     rounds_ = k_ + span_ - 1;
   }
   void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
@@ -521,37 +582,16 @@ class PipelinedTreeHierarchicalPlan : public CollectivePlan {
     bool first = false;
     if (const double b = intra(node, t, first); b > 0)
       out.push_back({node * g_ + (local + 1) % g_, b, 1, !first});
-    for (int tr = 0; tr < 2; ++tr) {
-      const uint32_t q = tree_.position(tr, node);
-      if (uint32_t c; q != 0 && chunk_at(t, g_ - 1 + tree_.height(q), c))
-        out.push_back({tree_.rank(tr, tree_.parent(q)) * g_ + local, half(), 1, c > 0});
-      if (uint32_t c; chunk_at(t, g_ - 1 + tree_.height(0) + tree_.depth(q), c))
-        tree_.for_children(q, [&](uint32_t ch) {
-          out.push_back({tree_.rank(tr, ch) * g_ + local, half(), 1, c > 0});
-        });
-    }
+    trees_.sends(
+        node, local, g_, t, k_, [&](uint32_t) { return half(); }, out);
   }
   uint32_t receives(uint32_t r, uint32_t t) const override {
-    const uint32_t node = r / g_;
-    bool first = false;
-    uint32_t n = intra(node, t, first) > 0 ? 1 : 0;  // from the previous local rank, on the same schedule
-    for (int tr = 0; tr < 2; ++tr) {
-      const uint32_t q = tree_.position(tr, node);
-      uint32_t c;
-      tree_.for_children(q, [&](uint32_t ch) { n += chunk_at(t, g_ - 1 + tree_.height(ch), c) ? 1 : 0; });
-      if (q != 0 && chunk_at(t, g_ - 2 + tree_.height(0) + tree_.depth(q), c)) ++n;
-    }
-    return n;
+    bool first = false;  // from the previous local rank, on the same schedule
+    return (intra(r / g_, t, first) > 0 ? 1 : 0) + trees_.receives(r / g_, t, k_);
   }
   // The reduce-scatter's received parts, and the children's halves in the trees.
   double reduce_bytes(uint32_t r, uint32_t t) const override {
-    double b = in_window(t, 0, g_ - 1) * part();
-    uint32_t c;
-    for (int tr = 0; tr < 2; ++tr)
-      tree_.for_children(tree_.position(tr, r / g_), [&](uint32_t ch) {
-        if (chunk_at(t, g_ - 1 + tree_.height(ch), c)) b += half();
-      });
-    return b;
+    return in_window(t, 0, g_ - 1) * part() + trees_.reduced(r / g_, t, k_, [&](uint32_t) { return half(); });
   }
   // Rounds whose every phase holds a chunk behind chunk 0 are alike.
   uint32_t round_class(uint32_t t) const override { return t >= span_ && t < k_ ? 0 : t + 1; }
@@ -559,12 +599,6 @@ class PipelinedTreeHierarchicalPlan : public CollectivePlan {
  private:
   double part() const { return bytes_ / k_ / g_; }
   double half() const { return part() / 2; }
-  // The chunk at relative step `rel` in round t, if any.
-  bool chunk_at(uint32_t t, uint32_t rel, uint32_t& c) const {
-    if (t < rel || t - rel >= k_) return false;
-    c = t - rel;
-    return true;
-  }
   // How many chunks are at relative steps [first, first + len) in round t.
   uint32_t in_window(uint32_t t, uint32_t first, uint32_t len) const {
     const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(t) - first - len + 1);
@@ -577,14 +611,14 @@ class PipelinedTreeHierarchicalPlan : public CollectivePlan {
     double b = in_window(t, 0, g_ - 1) * part();
     first = t < g_ - 1;
     for (int tr = 0; tr < 2; ++tr) {
-      const uint32_t a = g_ - 1 + tree_.height(0) + tree_.depth(tree_.position(tr, node));
+      const uint32_t a = trees_.summed(tr, node);
       b += in_window(t, a, g_ - 1) * half();
       first = first || (t >= a && t < a + g_ - 1);
     }
     return b;
   }
-  uint32_t g_, nodes_, k_;
-  DoubleBinaryTree tree_;
+  uint32_t g_, k_;
+  TreePhase trees_;
   uint32_t span_ = 0;
 };
 
@@ -682,14 +716,14 @@ class NvlsPlan : public CollectivePlan {
 class NvlsTreePlan : public CollectivePlan {
  public:
   NvlsTreePlan(uint32_t p, uint32_t g, double n, uint32_t channels)
-      : CollectivePlan(p + p / g, 0, n), g_(g), nodes_(p / g), tree_(p / g) {
+      : CollectivePlan(p + p / g, 0, n), g_(g), nodes_(p / g), trees_(p / g, 2) {
     const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
     double chunk = nodes_ >= 4 ? 64 * 1024 : 128 * 1024;
     if (n < 4 * ops * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
     if (n < ops * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
     loop_ = ops * chunk;
     loops_ = static_cast<uint32_t>(std::max(1.0, std::ceil(n / loop_)));
-    last_ = 3 + tree_.height(0) + tree_.max_depth();
+    last_ = 2 + trees_.span();
     rounds_ = loops_ + last_;
   }
   // What a GPU and its switch exchange in a round goes as one message each way (NCCL drives a GPU's NVLink
@@ -702,43 +736,20 @@ class NvlsTreePlan : public CollectivePlan {
         for (uint32_t i = 0; i < g_; ++i) out.push_back({node * g_ + i, b});
       return;
     }
-    const uint32_t node = r / g_, head = r % g_;
+    const uint32_t node = r / g_;
     if (double b = up(node, t); b > 0) out.push_back({gpus + node, b});
-    for (int tr = 0; tr < 2; ++tr) {
-      const uint32_t q = tree_.position(tr, node);
-      if (q != 0 && valid(t, 2 + tree_.height(q))) {
-        const uint32_t l = t - 2 - tree_.height(q);
-        out.push_back({tree_.rank(tr, tree_.parent(q)) * g_ + head, half(l), 1, l > 0});
-      }
-      if (const uint32_t rel = 2 + tree_.height(0) + tree_.depth(q); valid(t, rel)) {
-        const uint32_t l = t - rel;
-        tree_.for_children(q, [&](uint32_t c) {
-          out.push_back({tree_.rank(tr, c) * g_ + head, half(l), 1, l > 0});
-        });
-      }
-    }
+    trees_.sends(
+        node, r % g_, g_, t, loops_, [&](uint32_t l) { return half(l); }, out);
   }
   uint32_t receives(uint32_t r, uint32_t t) const override {
     const uint32_t gpus = nodes_ * g_;
     if (r >= gpus) return up(r - gpus, t) > 0 ? g_ : 0;
-    const uint32_t node = r / g_;
-    uint32_t n = down(node, t) > 0 ? 1 : 0;
-    for (int tr = 0; tr < 2; ++tr) {
-      const uint32_t q = tree_.position(tr, node);
-      n += children_at(q, t);
-      if (q != 0 && valid(t, 1 + tree_.height(0) + tree_.depth(q))) ++n;
-    }
-    return n;
+    return (down(r / g_, t) > 0 ? 1 : 0) + trees_.receives(r / g_, t, loops_);
   }
   // A head sums its children's halves into its own (the switch sums in flight).
   double reduce_bytes(uint32_t r, uint32_t t) const override {
     if (r >= nodes_ * g_) return 0;
-    double b = 0;
-    for (int tr = 0; tr < 2; ++tr)
-      tree_.for_children(tree_.position(tr, r / g_), [&](uint32_t c) {
-        if (valid(t, 2 + tree_.height(c))) b += half(t - 2 - tree_.height(c));
-      });
-    return b;
+    return trees_.reduced(r / g_, t, loops_, [&](uint32_t l) { return half(l); });
   }
   // Rounds in which every phase moves a whole loop, loop 0 behind them all, are alike.
   uint32_t round_class(uint32_t t) const override { return t >= last_ && t + 1 < loops_ ? 0 : t + 1; }
@@ -748,12 +759,11 @@ class NvlsTreePlan : public CollectivePlan {
   double loop(uint32_t l) const { return std::min(loop_, bytes_ - l * loop_); }
   double half(uint32_t l) const { return loop(l) / (2.0 * g_); }
   // A GPU of `node` to its switch in round t: its loop t, and the halves of its slice whose sum over the
-  // nodes it has (each tree's at 2 + H + its depth).
+  // nodes it has.
   double up(uint32_t node, uint32_t t) const {
     double b = valid(t, 0) ? loop(t) : 0;
     for (int tr = 0; tr < 2; ++tr)
-      if (const uint32_t rel = 2 + tree_.height(0) + tree_.depth(tree_.position(tr, node)); valid(t, rel))
-        b += half(t - rel);
+      if (const uint32_t rel = trees_.summed(tr, node); valid(t, rel)) b += half(t - rel);
     return b;
   }
   // The switch of `node` to each of its GPUs: the GPU's slice of loop t - 1 summed over the node, and each
@@ -761,17 +771,11 @@ class NvlsTreePlan : public CollectivePlan {
   double down(uint32_t node, uint32_t t) const {
     double b = valid(t, 1) ? loop(t - 1) / g_ : 0;
     for (int tr = 0; tr < 2; ++tr)
-      if (const uint32_t rel = 3 + tree_.height(0) + tree_.depth(tree_.position(tr, node)); valid(t, rel))
-        b += loop(t - rel) / 2;
+      if (const uint32_t rel = trees_.summed(tr, node) + 1; valid(t, rel)) b += loop(t - rel) / 2;
     return b;
   }
-  uint32_t children_at(uint32_t q, uint32_t t) const {
-    uint32_t n = 0;
-    tree_.for_children(q, [&](uint32_t c) { n += valid(t, 2 + tree_.height(c)) ? 1 : 0; });
-    return n;
-  }
   uint32_t g_, nodes_;
-  DoubleBinaryTree tree_;
+  TreePhase trees_;
   double loop_ = 0;
   uint32_t loops_ = 1, last_ = 0;
 };
