@@ -491,6 +491,26 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
   }
 }
 
+// The shipped DGX H100 topology on `nodes` nodes, and what a hierarchical allreduce with inter_node auto
+// runs on every GPU of a cluster built from it (NCCL's tuner: the algorithm the plan resolves to).
+ClusterConfig dgx_h100(int nodes) {
+  YamlNode root = YamlNode::load_string(
+      std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+          "/topologies/dgx-h100-ndr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
+      "h100.yaml");
+  return parse_cluster(root["cluster"], false);
+}
+Algorithm nccl_choice(const Cluster& cl, double bytes) {
+  CollectiveShape shape;
+  shape.algorithm = Algorithm::Hierarchical;
+  shape.inter_node = Algorithm::Auto;
+  shape.ranks = static_cast<uint32_t>(cl.gpus.size());
+  shape.ranks_per_node = static_cast<uint32_t>(cl.gpus_per_node);
+  shape.bytes = bytes;
+  cluster_plan(shape, cl, 0);
+  return shape.algorithm;
+}
+
 TEST(ClosedForm, NvlsTreeAcrossNodes) {
   // NVLSTree on N nodes of G = 4 H100s whose NVSwitch reduces (B = 100 GB/s each way), a NIC per GPU on a
   // star of C per link. NCCL's loops: L = 16 channels x G heads x 128 KiB = 8 MiB (n of at least 4 loops; 64
@@ -539,53 +559,26 @@ TEST(ClosedForm, NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes) {
   // bandwidth (NVLink's 370 GB/s x 0.85 x 15/16 x 2 = 590 GB/s bus, the NICs doubled on two nodes) wins from
   // 16 MiB on
   // (`ddlsim describe`). Without nvls in the topology the same nodes run the tree or ring.
-  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-                                            "/topologies/dgx-h100-ndr-fattree.yaml, nodes: 2}\n",
-                                        "h100.yaml");
-  ClusterConfig config = parse_cluster(root["cluster"], false);
-  auto chosen = [&](const Cluster& cl, double bytes) {
-    CollectiveShape shape;
-    shape.algorithm = Algorithm::Hierarchical;
-    shape.inter_node = Algorithm::Auto;
-    shape.ranks = 16;
-    shape.ranks_per_node = 8;
-    shape.bytes = bytes;
-    cluster_plan(shape, cl, 0);
-    return shape.algorithm;
-  };
+  ClusterConfig config = dgx_h100(2);
   Cluster c = build_cluster(config, 2);
-  EXPECT_EQ(chosen(c, 4096), Algorithm::Hierarchical);
-  EXPECT_EQ(chosen(c, 16 * 1048576.0), Algorithm::NvlsTree);
-  EXPECT_EQ(chosen(c, 1 << 30), Algorithm::NvlsTree);
+  EXPECT_EQ(nccl_choice(c, 4096), Algorithm::Hierarchical);
+  EXPECT_EQ(nccl_choice(c, 16 * 1048576.0), Algorithm::NvlsTree);
+  EXPECT_EQ(nccl_choice(c, 1 << 30), Algorithm::NvlsTree);
   config.node->nvls = false;
-  EXPECT_EQ(chosen(build_cluster(config, 2), 1 << 30), Algorithm::Hierarchical);
+  EXPECT_EQ(nccl_choice(build_cluster(config, 2), 1 << 30), Algorithm::Hierarchical);
 }
 
 TEST(ClosedForm, NcclTunerPicksNvlsAboveItsLatency) {
   // One DGX H100 (NVSwitches that reduce): NCCL's tuner runs the ring with LL where its 15 us beat NVLS's 25
   // us, and NVLS from where NVLS's bandwidth repays its latency (between 256 KiB and 2 MiB, `ddlsim describe`
   // on scenarios/dgx-h100-nccl-tests.yaml). Without nvls in the topology the same node runs the ring.
-  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-                                            "/topologies/dgx-h100-ndr-fattree.yaml, nodes: 1}\n",
-                                        "h100.yaml");
-  ClusterConfig config = parse_cluster(root["cluster"], false);
+  ClusterConfig config = dgx_h100(1);
   Cluster c = build_cluster(config, 1);
-  auto chosen = [&](const Cluster& cl, double bytes) {
-    CollectiveShape shape;
-    shape.algorithm = Algorithm::Hierarchical;
-    shape.inter_node = Algorithm::Auto;
-    shape.ranks = 8;
-    shape.ranks_per_node = 8;
-    shape.bytes = bytes;
-    cluster_plan(shape, cl, 0);
-    return shape.algorithm;
-  };
-  EXPECT_EQ(chosen(c, 256 * 1024.0), Algorithm::Hierarchical);
-  EXPECT_EQ(chosen(c, 2 * 1048576.0), Algorithm::Nvls);
-  EXPECT_EQ(chosen(c, 1 << 30), Algorithm::Nvls);
+  EXPECT_EQ(nccl_choice(c, 256 * 1024.0), Algorithm::Hierarchical);
+  EXPECT_EQ(nccl_choice(c, 2 * 1048576.0), Algorithm::Nvls);
+  EXPECT_EQ(nccl_choice(c, 1 << 30), Algorithm::Nvls);
   config.node->nvls = false;
-  Cluster plain = build_cluster(config, 1);
-  EXPECT_EQ(chosen(plain, 1 << 30), Algorithm::Hierarchical);
+  EXPECT_EQ(nccl_choice(build_cluster(config, 1), 1 << 30), Algorithm::Hierarchical);
 }
 
 TEST(ClosedForm, RhdMatchesTheRingBandwidthTerm) {
