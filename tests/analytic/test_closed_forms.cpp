@@ -489,6 +489,27 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
     EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "{name: hierarchical, inter_node: auto}"),
                 25e-6 + (k + 1) * (step + per_loop), 20e-12);
   }
+  // 64 TiB: NCCL's full 128 KiB chunks, loops of 2L, 8,388,608 of them, 42 MB per round from the switch. The
+  // plan's bound on its time stays below the fast path's limit (the PS host transports, 0.24 GB/s per
+  // process, do not price a plan's messages), so it runs there, its steady loops skipped, and equals the
+  // closed form with 2L per loop.
+  const double big_loops = 8388608, huge = big_loops * 2 * L;
+  Scenario sc =
+      scenario_from(fmt::format("name: nvls\n"
+                                "cluster:\n"
+                                "  nodes: 1\n"
+                                "  gpu: h100\n"
+                                "  node: {{gpus: 4, nics: 1, gpu_link: {{kind: nvswitch, bandwidth: 100GB/s, "
+                                "latency: 1us, nvls: true}},\n"
+                                "         pcie: {{bandwidth: 50GB/s, latency: 1us}}}}\n"
+                                "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
+                                "workload: {{collective: allreduce, bytes: {}B}}\n"
+                                "strategies: [nvls]\n",
+                                huge));
+  CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), 1, EngineOptions{true});
+  EXPECT_EQ(r.stats.fast_messages, r.stats.messages);
+  EXPECT_NEAR(r.time_s, 25e-6 + (big_loops + 1) * (step + 2 * per_loop),
+              (big_loops + 1) * 1e-12);  // 1 ps a round
 }
 
 // The shipped DGX H100 topology on `nodes` nodes, and what a hierarchical allreduce with inter_node auto

@@ -187,12 +187,8 @@ bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster) {
       if (r.bandwidth > 0) rate = std::min(rate, r.bandwidth);
     }
   for (const ReduceRange& r : cluster.comm.reduce) gamma = std::max({gamma, r.gamma_gpu, r.gamma_cpu});
-  for (const auto& [name, t] : cluster.comm.transports) {
-    alpha += 2 * t.overhead.seconds();
-    if (t.cpu_rate > 0) rate = std::min(rate, t.cpu_rate);
-    for (double serial : {t.connection_rate, t.process_rate})
-      if (serial > 0) rate = std::min(rate, serial);
-  }
+  // (Host transports do not apply: they price a parameter server strategy's pushes and pulls, never a plan's
+  // messages.)
   // A collective library's protocol: its step latency, its base once (bounded per round), its wire bytes.
   if (const MessageProtocol& pr = plan.protocol(); pr.on()) {
     alpha += std::max(pr.alpha_intra, pr.alpha_inter).seconds() + pr.base.seconds();
