@@ -70,10 +70,12 @@ TEST(CliSweep, JobsRunSimulationsAtOnceWithTheSameResults) {
 TEST(CliSweep, InterruptPrintsTheFinishedRowsAndExits130) {
   std::string out = testing::TempDir() + "ddlsim-interrupt.csv",
               err = testing::TempDir() + "ddlsim-interrupt.err";
-  // popen's shell runs the sweep in the background and interrupts it.
+  // popen's shell runs the sweep in the background and interrupts it after a second. 1000 steps a point keep
+  // the whole sweep far longer than that (about 20 s on the project's VM; the scenario's own 12 steps take
+  // under one).
   std::string cmd = std::string("'") + DDLSIM_BINARY + "' sweep '" + DDLSIM_SOURCE_DIR +
                     "/scenarios/aach2023/resnet50-dali-cpu.yaml' --nodes 1,2,4,8,16,32,64,128,256 --jobs 1 "
-                    "--format csv > '" +
+                    "--set workload.steps=1000 --format csv > '" +
                     out + "' 2> '" + err + "' & p=$!; sleep 1; kill -INT $p; wait $p; echo $?";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
