@@ -117,8 +117,8 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
   if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.channels = ring_channels(cluster, channels);
   if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
-    // With NCCL's protocols, NCCL's tuner picks ring, tree or (one node) NVLS; otherwise the α-β estimate of
-    // ring and tree.
+    // With NCCL's protocols, NCCL's tuner picks ring, tree, NVLS (one node) or NVLSTree (across nodes);
+    // otherwise the α-β estimate of ring and tree.
     shape.inter_node = nccl_inter_node(shape, cluster);
     if (shape.inter_node == Algorithm::Nvls || shape.inter_node == Algorithm::NvlsTree) {
       shape.algorithm = shape.inter_node;

@@ -108,7 +108,7 @@ std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluste
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
 // Whether a collective of this plan may be run by the engine's max-plus fast path (CollectiveTask::isolated):
 // false when a bound on its standalone time (per round: the largest α and route latency, the most bytes one
-// member sends over the slowest link, one flow's bound or host rate, the most bytes it reduces at the largest
+// member sends over the slowest link, one flow's bound, the most bytes it reduces at the largest
 // γ) passes a quarter of the simulated-time limit. The fast path adds picoseconds as raw int64 and would wrap
 // past the limit; the flow model's Time arithmetic is checked and refuses such a run (TimeOverflow).
 bool fast_path_safe(const CollectivePlan& plan, const Cluster& cluster);
