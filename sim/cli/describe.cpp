@@ -82,7 +82,8 @@ int describe_command(const std::vector<std::string>& args) {
         c.comm.goodput_inter);
   if (c.comm.pipeline_chunk_bytes() > 0)
     std::cout << fmt::format(
-        "  hierarchical allreduces with a ring between nodes pipeline chunks of {} per channel "
+        "  hierarchical allreduces with a ring or a double tree between nodes pipeline chunks of {} per "
+        "channel "
         "(pipeline_chunk)\n",
         format_bytes(Bytes{c.comm.pipeline_chunk_bytes()}));
   if (c.comm.incast.on()) {
