@@ -83,8 +83,7 @@ int describe_command(const std::vector<std::string>& args) {
   if (c.comm.pipeline_chunk_bytes() > 0)
     std::cout << fmt::format(
         "  hierarchical allreduces with a ring or a double tree between nodes pipeline chunks of {} per "
-        "channel "
-        "(pipeline_chunk)\n",
+        "channel (pipeline_chunk)\n",
         format_bytes(Bytes{c.comm.pipeline_chunk_bytes()}));
   if (c.comm.incast.on()) {
     std::string curve;
