@@ -847,6 +847,11 @@ bool pipelined_hierarchical(const CollectiveShape& c, Algorithm between) {
          (between == Algorithm::Ring || between == Algorithm::DoubleTree);
 }
 
+bool pipelined_as_ring(const CollectiveShape& c, Algorithm between) {
+  return pipelined_hierarchical(c, between) &&
+         (between == Algorithm::Ring || c.ranks / c.ranks_per_node == 2);
+}
+
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
@@ -896,9 +901,9 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         between.bytes = c.bytes / c.ranks_per_node;
         if (pipelined_hierarchical(c, between.algorithm)) {
           const uint32_t chunks = std::min(c.chunks, kMaxPipelineChunks);
-          if (between.algorithm == Algorithm::DoubleTree && between.ranks > 2)
-            return std::make_unique<PipelinedTreeHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
-          return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
+          if (pipelined_as_ring(c, between.algorithm))
+            return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
+          return std::make_unique<PipelinedTreeHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
         }
         return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));
       }

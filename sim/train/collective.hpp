@@ -167,5 +167,8 @@ Algorithm resolve_inter_node(const CollectiveShape& shape);
 // with a ring or a double tree between nodes (between two, the double tree runs as the ring: it moves what a
 // ring does, each node sending the other half the buffer up one tree and half down the other).
 bool pipelined_hierarchical(const CollectiveShape& shape, Algorithm between);
+// Whether it runs pipelined as the ring (PipelinedHierarchicalPlan): a ring, or a double tree between two
+// nodes; a double tree between more runs as its trees (one message per tree and peer at a time).
+bool pipelined_as_ring(const CollectiveShape& shape, Algorithm between);
 
 }  // namespace ddlsim

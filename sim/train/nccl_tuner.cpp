@@ -89,8 +89,7 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   const double ch = std::max<uint32_t>(1, shape.channels);
   // A hierarchical plan pipelined between two nodes runs its double tree as its ring: one message at a time.
   const double plan_channels =
-      algorithm == Algorithm::DoubleTree &&
-              !(hierarchical && nodes == 2 && pipelined_hierarchical(shape, algorithm))
+      algorithm == Algorithm::DoubleTree && !(hierarchical && pipelined_as_ring(shape, algorithm))
           ? 2
           : (!hierarchical && gpn > 1 && nodes > 1 && shape.ranks % gpn == 0 ? std::min<double>(ch, gpn) : 1);
   // The hardware of a step inside a node (NVLink or PCIe) and the bus bandwidth the cluster gives a ring:
