@@ -402,12 +402,15 @@ class DoubleTreePlan : public CollectivePlan {
     // The last chunk leaves the deepest inner rank in round C-1 + H + (D-1).
     rounds_ = chunks_ + tree_.height(0) + tree_.max_depth() - 1;
   }
+  // Chunks behind the first stream on the path it opened (NCCL keeps several of a channel's steps in
+  // flight), so only chunk 0 pays each hop's latency, as in NCCL's model of the tree.
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     for (int t = 0; t < 2; ++t) {
       uint32_t q = tree_.position(t, r);
-      if (q != 0 && in_pipe(s, tree_.height(q))) out.push_back({tree_.rank(t, tree_.parent(q)), chunk_});
-      if (in_pipe(s, tree_.height(0) + tree_.depth(q)))
-        tree_.for_children(q, [&](uint32_t c) { out.push_back({tree_.rank(t, c), chunk_}); });
+      if (uint32_t first = tree_.height(q); q != 0 && in_pipe(s, first))
+        out.push_back({tree_.rank(t, tree_.parent(q)), chunk_, 1, s > first});
+      if (uint32_t first = tree_.height(0) + tree_.depth(q); in_pipe(s, first))
+        tree_.for_children(q, [&](uint32_t c) { out.push_back({tree_.rank(t, c), chunk_, 1, s > first}); });
     }
   }
   uint32_t receives(uint32_t r, uint32_t s) const override {
@@ -784,11 +787,13 @@ class NvlsTreePlan : public CollectivePlan {
 
 double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
   std::vector<double> out(plan.members()), in(plan.members());
+  std::vector<char> paid(plan.members());  // a message of the member's pays the latency (is not streamed)
   std::vector<Send> sends;
   double total = 0;
   for (uint32_t s = 0; s < plan.rounds(); ++s) {
     std::fill(out.begin(), out.end(), 0.0);
     std::fill(in.begin(), in.end(), 0.0);
+    std::fill(paid.begin(), paid.end(), 0);
     double round = 0;
     for (uint32_t r = 0; r < plan.members(); ++r) {
       sends.clear();
@@ -796,10 +801,11 @@ double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
       for (const Send& m : sends) {
         out[r] += m.bytes;
         in[m.peer] += m.bytes;
+        paid[r] = paid[r] || !m.streamed;
       }
     }
     for (uint32_t r = 0; r < plan.members(); ++r)
-      round = std::max(round, alpha * (out[r] > 0) + std::max(out[r], in[r]) / rate);
+      round = std::max(round, alpha * paid[r] + std::max(out[r], in[r]) / rate);
     total += round;
   }
   return total;

@@ -144,9 +144,9 @@ struct CollectiveShape {
 };
 constexpr uint32_t kMaxPipelineChunks = 63;
 
-// α-β estimate of a plan: per round, the slowest member's α (when it sends) plus the larger of the bytes it
-// sends and receives over `rate` (its messages share its NIC); summed over rounds. What NCCL does with its
-// own tuning model to choose between ring and tree.
+// α-β estimate of a plan: per round, the slowest member's α (when it sends a message that is not streamed)
+// plus the larger of the bytes it sends and receives over `rate` (its messages share its NIC); summed over
+// rounds. What NCCL does with its own tuning model to choose between ring and tree.
 double estimate_seconds(const CollectivePlan& plan, double alpha, double rate);
 
 // The allreduce algorithm a strategy names (ring, rhd or halving-doubling, tree, double-tree, direct,

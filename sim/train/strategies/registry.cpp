@@ -126,7 +126,7 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     }
     if (shape.inter_node == Algorithm::Auto) {
       MessageCost cost = inter_node_cost(cluster, shape.bytes / shape.ranks);
-      shape.alpha = cost.alpha;
+      shape.alpha = cost.alpha + cost.latency;  // a message pays its route's latency and α
       shape.rate = cost.rate;
       shape.inter_node = resolve_inter_node(shape);
     }
