@@ -80,6 +80,8 @@ int describe_command(const std::vector<std::string>& args) {
     std::cout << fmt::format(
         "  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
         c.comm.goodput_inter);
+  if (c.sharp)
+    std::cout << "  fabric switches sum in flight (sharp: InfiniBand SHARP; the collnet algorithm)\n";
   if (c.comm.pipeline_chunk_bytes() > 0)
     std::cout << fmt::format(
         "  hierarchical allreduces with a ring or a double tree between nodes pipeline chunks of {} per "
@@ -134,17 +136,20 @@ int describe_command(const std::vector<std::string>& args) {
                                    h.algorithm == Algorithm::Nvls ? "nvls" : "ring", plan->protocol().name);
       }
       if (nodes) {
-        // Across nodes whose NVSwitches reduce, also NCCL's NVLSTree estimate.
+        // Across nodes whose NVSwitches reduce, also NCCL's NVLSTree estimate; where the fabric's switches
+        // do, its CollNet one.
         CollectiveShape h = shape;
         h.algorithm = Algorithm::Hierarchical;
         h.inter_node = nccl_inter_node(h, c);
-        const bool tree = h.inter_node == Algorithm::NvlsTree;
-        if (tree) h.algorithm = Algorithm::NvlsTree;
-        const NcclEstimate nvls_tree = nccl_nvls_tree_estimate(shape, c);
-        hierarchical = fmt::format(
-            "; {}hierarchical: {} {}",
-            nvls_tree.seconds >= 0 ? fmt::format("NVLS tree {:.1f}; ", nvls_tree.seconds * 1e6) : "",
-            tree ? "nvls-tree" : algorithm_name(h.inter_node), nccl_protocol(h, c).name);
+        if (h.inter_node == Algorithm::NvlsTree || h.inter_node == Algorithm::CollNet)
+          h.algorithm = h.inter_node;
+        std::string others;
+        if (const NcclEstimate e = nccl_nvls_tree_estimate(shape, c); e.seconds >= 0)
+          others += fmt::format("NVLS tree {:.1f}; ", e.seconds * 1e6);
+        if (const NcclEstimate e = nccl_collnet_estimate(shape, c); e.seconds >= 0)
+          others += fmt::format("CollNet {:.1f}; ", e.seconds * 1e6);
+        hierarchical = fmt::format("; {}hierarchical: {} {}", others, algorithm_name(h.inter_node),
+                                   nccl_protocol(h, c).name);
       }
       std::cout << fmt::format("    {:>10}  {:<8} ({}){}\n", format_bytes(Bytes{bytes}),
                                nccl_protocol(shape, c).name, fmt::join(cells, ", "), hierarchical);

@@ -239,12 +239,13 @@ FabricConfig parse_fabric(const YamlNode& net) {
   }
   // Unknown keys first, so a misspelt key is reported as such rather than as a missing one.
   std::vector<std::string> allowed = kind->keys;
-  allowed.insert(allowed.end(), {"kind", "link"});
+  allowed.insert(allowed.end(), {"kind", "link", "sharp"});
   net.expect_keys(allowed);
   FabricConfig f;
   f.kind = kind->kind;
   f.self = net.where();
   f.link = parse_cable(net["link"]);
+  if (std::optional<YamlNode> sharp = net.get("sharp")) f.sharp = sharp->as_bool();
   if (f.kind == FabricKind::FatTree) {
     int64_t levels = net.get_int("levels", 2);
     if (levels != 2 && levels != 3) net["levels"].fail(fmt::format("expected 2 or 3, got {}", levels));

@@ -42,6 +42,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   c.comm = config.comm;
   c.gpus_per_node = config.gpus_per_node;
   c.host_cores = config.host_cores;
+  c.sharp = config.network.sharp;
   std::vector<VertexId> endpoints;
   Topology& t = c.topo;
   const std::optional<NodeInterior>& node = config.node;

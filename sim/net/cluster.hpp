@@ -51,6 +51,7 @@ struct Cluster {
   std::vector<VertexId> servers;  // dedicated parameter-server hosts
   std::vector<VertexId> nvswitches;  // one per node whose GPUs meet at an NVSwitch
   bool nvls = false;                 // those switches reduce in flight (NVLink SHARP)
+  bool sharp = false;                // the fabric's switches reduce in flight (InfiniBand SHARP)
   int host_cores = 0;                // cores per host; 0: unlimited
   CommModel comm;
 };

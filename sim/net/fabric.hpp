@@ -27,6 +27,7 @@ struct FabricConfig {
   std::map<std::string, LinkSpec> links;      // switch_link, uplink, local_link, global_link
   std::optional<int64_t> uplinks_from_ratio;  // fat-tree leaf uplinks from `oversubscription`
   bool adaptive_routing = false;              // dragonflies: `routing: adaptive` (Router)
+  bool sharp = false;                         // `sharp`: the switches reduce in flight (collnet)
   Where self;                                 // the network map
   std::map<std::string, Where> where;         // each given key
   std::optional<int64_t> count(const std::string& key) const;

@@ -132,6 +132,22 @@ bool Router::build(VertexId src, VertexId dst, uint32_t path, const std::functio
     // empty route: a rank talking to itself costs nothing on the network
   } else if (same_node(src, dst)) {
     intra(src, dst, out);
+  } else if (switch_end(src) || switch_end(dst)) {
+    // A fabric switch as an end (one that sums in flight, SHARP): the endpoint's NIC, then the fabric.
+    VertexId sa = src, sb = dst;
+    if (!switch_end(src)) {
+      const VertexId nic = topo_.vertex(src).nic;
+      if (nic != src) intra(src, nic, out);
+      sa = attach_switch(nic);
+      out.push_back(link_between(nic, sa));
+    }
+    if (!switch_end(dst)) sb = attach_switch(topo_.vertex(dst).nic);
+    fabric(sa, sb, switch_end(dst) ? dst : host_index_[topo_.vertex(dst).nic], out);
+    if (!switch_end(dst)) {
+      const VertexId nic = topo_.vertex(dst).nic;
+      out.push_back(link_between(nic, sb) ^ 1u);
+      if (nic != dst) intra(nic, dst, out);
+    }
   } else {
     VertexId nic_s = topo_.vertex(src).nic, nic_d = topo_.vertex(dst).nic;
     if (path & kRail) {

@@ -82,7 +82,8 @@ class Topology {
 };
 
 // Minimal routing with deterministic ECMP: inside a node, the cheapest path (latency + 1 MB at the link's
-// speed); across nodes, endpoint → its NIC → fabric switches by fewest hops → NIC → endpoint. Among equal-hop
+// speed); across nodes, endpoint → its NIC → fabric switches by fewest hops → NIC → endpoint. A fabric switch
+// may be an end too (a switch that sums in flight: SHARP); its routes start or stop there. Among equal-hop
 // next hops the choice hashes (source NIC, destination NIC), which spreads flows like D-mod-k routing. `path
 // > 0` asks for a non-minimal (Valiant) path through an intermediate switch chosen by hash, for multipath
 // splitting.
@@ -135,6 +136,7 @@ class Router {
                  const std::function<bool(LinkId)>& fits);
   const std::vector<uint16_t>& distances_to(VertexId sw);
   VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
+  bool switch_end(VertexId v) const { return topo_.vertex(v).kind == VertexKind::Switch; }
   VertexId rail_nic(VertexId src, VertexId dst) const;
   LinkId link_between(VertexId a, VertexId b) const;
 

@@ -38,6 +38,8 @@ const char* algorithm_name(Algorithm a) {
       return "nvls";
     case Algorithm::NvlsTree:
       return "nvls-tree";
+    case Algorithm::CollNet:
+      return "collnet";
     case Algorithm::Auto:
       return "auto";
   }
@@ -783,6 +785,140 @@ class NvlsTreePlan : public CollectivePlan {
   uint32_t loops_ = 1, last_ = 0;
 };
 
+// NCCL's CollNet Direct allreduce with the sums between nodes in the fabric's switches (InfiniBand SHARP;
+// NVIDIA/nccl src/device/all_reduce.h, runRing of ncclPatternCollnetDirect): members 0..p-1 are the GPUs,
+// node-major, G per node, then each slice's tree switches (SwitchTree, slice l's after slice l-1's). Every
+// GPU is the head of one slice in G. NCCL cuts the buffer into loops of channels x G heads x chunk bytes
+// (chunk: one Simple step, 512 KiB, halved down to 128 KiB while there are fewer than 64·depth loops, then to
+// 64 and 32 KiB below 8·depth; depth 2: src/enqueue.cc, src/graph/connect.cc). Loop l, in rounds after l:
+//   0: every GPU sends each other GPU of its node that GPU's slice of the loop (n_l/G): the heads sum them;
+//   1 + h: a tree member at height h (the heads at 0) sends its slice, summed with its children's, up;
+//   1 + H + d: a member at depth d (H the root's height) sends the sum on down to its children;
+//   1 + H + D: a head at depth D has its slice's sum over all nodes: it sends it to the node's other GPUs.
+// Per GPU and direction that is 2(G-1)/G·n over NVLink, as a ring inside the node, and n/G through its NIC
+// and on every cable of the tree, whatever the node count. The switches sum at line rate.
+class CollNetPlan : public CollectivePlan {
+ public:
+  CollNetPlan(uint32_t p, uint32_t g, double n, uint32_t channels,
+              std::shared_ptr<const std::vector<SwitchTree>> trees)
+      : CollectivePlan(p, 0, n), g_(g), nodes_(p / g) {
+    if (!trees || trees->size() != g_)
+      throw std::invalid_argument("collnet needs one switch tree per GPU of a node");
+    uint32_t top = 0;
+    for (const SwitchTree& t : *trees) {
+      Tree tr;
+      const size_t m = t.parent.size();
+      tr.first = members_;
+      members_ += static_cast<uint32_t>(t.switches.size());
+      tr.parent = t.parent;
+      tr.children.resize(m);
+      tr.height.assign(m, 0);
+      tr.depth.assign(m, 0);
+      for (uint32_t v = 0; v < m; ++v)
+        if (t.parent[v] != SwitchTree::kRoot) tr.children[t.parent[v]].push_back(v);
+      // Heights from the heads up (a member's parent is a switch after every child it has: walk each chain).
+      for (uint32_t v = 0; v < nodes_; ++v)
+        for (uint32_t c = v, h = 0; t.parent[c] != SwitchTree::kRoot; c = t.parent[c]) {
+          tr.height[t.parent[c]] = std::max(tr.height[t.parent[c]], ++h);
+          h = tr.height[t.parent[c]];
+        }
+      for (uint32_t v = 0; v < m; ++v) {
+        uint32_t d = 0;
+        for (uint32_t c = v; t.parent[c] != SwitchTree::kRoot; c = t.parent[c]) ++d;
+        tr.depth[v] = d;
+        if (t.parent[v] == SwitchTree::kRoot) tr.root_height = tr.height[v];
+      }
+      for (uint32_t v = 0; v < nodes_; ++v) top = std::max(top, tr.root_height + tr.depth[v]);
+      trees_.push_back(std::move(tr));
+    }
+    const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
+    double chunk = 512 * 1024;
+    while (n < 128 * ops * chunk && chunk > 128 * 1024) chunk /= 2;
+    while (n < 16 * ops * chunk && chunk > 32 * 1024) chunk /= 2;
+    loop_ = ops * chunk;
+    loops_ = static_cast<uint32_t>(std::max(1.0, std::ceil(n / loop_)));
+    last_ = 1 + top;  // a loop's last round (its gather), relative to its first
+    rounds_ = loops_ + last_;
+  }
+  void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
+    const uint32_t gpus = nodes_ * g_;
+    if (r >= gpus) {  // a switch
+      const auto [l, v] = tree_member(r);
+      const Tree& tr = trees_[l];
+      if (uint32_t c; tr.parent[v] != SwitchTree::kRoot && at(t, 1 + tr.height[v], c))
+        out.push_back({member(l, tr.parent[v]), slice(c), 1, c > 0});
+      if (uint32_t c; at(t, 1 + tr.root_height + tr.depth[v], c))
+        for (uint32_t ch : tr.children[v]) out.push_back({member(l, ch), slice(c), 1, c > 0});
+      return;
+    }
+    const uint32_t node = r / g_, a = r % g_;
+    // To each other GPU b of the node: b's slice of loop t, and this head's summed slice.
+    for (uint32_t b = 0; b < g_; ++b) {
+      if (b == a) continue;
+      double bytes = 0;
+      bool streamed = true;
+      if (uint32_t c; at(t, 0, c)) bytes += slice(c), streamed = streamed && c > 0;
+      if (uint32_t c; at(t, summed(a, node), c)) bytes += slice(c), streamed = streamed && c > 0;
+      if (bytes > 0) out.push_back({node * g_ + b, bytes, 1, streamed});
+    }
+    if (uint32_t c; at(t, 1, c)) out.push_back({member(a, trees_[a].parent[node]), slice(c), 1, c > 0});
+  }
+  uint32_t receives(uint32_t r, uint32_t t) const override {
+    const uint32_t gpus = nodes_ * g_;
+    uint32_t n = 0, c;
+    if (r >= gpus) {
+      const auto [l, v] = tree_member(r);
+      const Tree& tr = trees_[l];
+      for (uint32_t ch : tr.children[v]) n += at(t, 1 + tr.height[ch], c) ? 1 : 0;
+      if (tr.parent[v] != SwitchTree::kRoot && at(t, tr.root_height + tr.depth[v], c)) ++n;
+      return n;
+    }
+    const uint32_t node = r / g_, a = r % g_;
+    for (uint32_t b = 0; b < g_; ++b)
+      if (b != a && (at(t, 0, c) || at(t, summed(b, node), c))) ++n;
+    if (at(t, summed(a, node) - 1, c)) ++n;  // its slice's sum, from its tree
+    return n;
+  }
+  // A head sums the node's G-1 other parts of its slice; the switches sum in flight.
+  double reduce_bytes(uint32_t r, uint32_t t) const override {
+    uint32_t c;
+    return r < nodes_ * g_ && at(t, 0, c) ? slice(c) * (g_ - 1) : 0;
+  }
+  // Rounds in which every phase moves a whole loop, loop 0 behind them all, are alike.
+  uint32_t round_class(uint32_t t) const override { return t > last_ && t + 1 < loops_ ? 0 : t + 1; }
+
+ private:
+  struct Tree {
+    uint32_t first = 0;  // member index of its first switch
+    std::vector<uint32_t> parent, height, depth;
+    std::vector<std::vector<uint32_t>> children;
+    uint32_t root_height = 0;
+  };
+  // The loop (of loops_) at relative round `rel` in round t, if any.
+  bool at(uint32_t t, uint32_t rel, uint32_t& c) const {
+    if (t < rel || t - rel >= loops_) return false;
+    c = t - rel;
+    return true;
+  }
+  double slice(uint32_t c) const { return std::min(loop_, bytes_ - c * loop_) / g_; }
+  // When the head of slice l on `node` has the sum (relative to its loop's first round).
+  uint32_t summed(uint32_t l, uint32_t node) const {
+    return 1 + trees_[l].root_height + trees_[l].depth[node];
+  }
+  uint32_t member(uint32_t l, uint32_t v) const {
+    return v < nodes_ ? v * g_ + l : trees_[l].first + (v - nodes_);
+  }
+  std::pair<uint32_t, uint32_t> tree_member(uint32_t r) const {
+    uint32_t l = 0;
+    while (l + 1 < trees_.size() && r >= trees_[l + 1].first) ++l;
+    return {l, nodes_ + (r - trees_[l].first)};
+  }
+  uint32_t g_, nodes_;
+  std::vector<Tree> trees_;
+  double loop_ = 0;
+  uint32_t loops_ = 1, last_ = 0;
+};
+
 }  // namespace
 
 double estimate_seconds(const CollectivePlan& plan, double alpha, double rate) {
@@ -823,7 +959,8 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out) {
       {"direct", Algorithm::Direct},
       {"hierarchical", Algorithm::Hierarchical},
       {"nvls", Algorithm::Nvls},
-      {"nvls-tree", Algorithm::NvlsTree}};
+      {"nvls-tree", Algorithm::NvlsTree},
+      {"collnet", Algorithm::CollNet}};
   for (const auto& [n, a] : kNames)
     if (name == n) {
       out = a;
@@ -929,6 +1066,12 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "nvls-tree runs on at least 2 nodes of at least 2 GPUs each, not {} ranks at {} per node", p,
             c.ranks_per_node));
       return std::make_unique<NvlsTreePlan>(p, c.ranks_per_node, c.bytes, std::max<uint32_t>(1, c.channels));
+    case Algorithm::CollNet:
+      if (c.ranks_per_node < 1 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
+        throw std::invalid_argument(fmt::format(
+            "collnet runs on at least 2 nodes, not {} ranks at {} per node", p, c.ranks_per_node));
+      return std::make_unique<CollNetPlan>(p, c.ranks_per_node, c.bytes, std::max<uint32_t>(1, c.channels),
+                                           c.trees);
     case Algorithm::Auto:
       break;
   }

@@ -30,6 +30,7 @@ enum class Algorithm : uint8_t {
   ParameterServer,  // workers push shards to k servers, servers aggregate, workers pull
   Nvls,      // NVLink SHARP inside one node: the NVSwitch (member `ranks`) sums in flight (NCCL's NVLS)
   NvlsTree,  // NVLS inside every node, a double binary tree between nodes on every GPU's NIC (NVLSTree)
+  CollNet,   // in-network reduction between nodes (InfiniBand SHARP): NCCL's CollNet Direct
   Auto,      // inter_node only: ring or double-tree, whichever the α-β estimate finds faster
 };
 const char* algorithm_name(Algorithm a);
@@ -123,6 +124,15 @@ class CollectivePlan {
   MessageProtocol protocol_;
 };
 
+// An in-network reduction tree (InfiniBand SHARP, as NCCL's CollNet runs it): the heads, one GPU per node
+// (tree members 0..nodes-1), and the fabric switches (members nodes.., `switches` their vertices) that sum
+// what their children send on its way up to the root and send the sum back down the same cables.
+struct SwitchTree {
+  static constexpr uint32_t kRoot = UINT32_MAX;
+  std::vector<uint32_t> parent;    // per tree member; kRoot for the root
+  std::vector<uint32_t> switches;  // vertex ids
+};
+
 struct CollectiveShape {
   Algorithm algorithm = Algorithm::Ring;
   uint32_t ranks = 0;           // workers (GPUs)
@@ -141,6 +151,8 @@ struct CollectiveShape {
   // For Hierarchical with a ring between nodes: chunks pipelined through its phases, as NCCL runs its
   // algorithms across nodes (at most kMaxPipelineChunks); 1: the phases one after the other.
   uint32_t chunks = 1;
+  // For CollNet: one switch tree per local rank (the heads of slice l are GPU l of every node).
+  std::shared_ptr<const std::vector<SwitchTree>> trees = nullptr;
 };
 constexpr uint32_t kMaxPipelineChunks = 63;
 

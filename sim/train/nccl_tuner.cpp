@@ -48,6 +48,10 @@ constexpr double kNvlsLat = 25.0;
 constexpr double kNvlsTreeNetLat = 20.9;
 constexpr double kNvlsTreePerCh[4][2] = {{0, 0}, {0, 0}, {57.7, 45.5}, {96.0, 80.0}};
 constexpr uint32_t kNvlsChannels[4] = {0, 0, 16, 32};
+// CollNet Direct (Simple only): its step latency inside a node (hwLatencies, NVLink and PCI rows: 3.7 us) and
+// across the network (NET row: 31 us; base latency 0), the 0.4 us NCCL adds per local rank beyond the first
+// ("arity serialization"), and the 0.85 it scales the bandwidth by from Hopper on.
+constexpr double kCollNetIntraLat = 3.7, kCollNetNetLat = 31.0, kCollNetArity = 0.4, kCollNetHopper = 0.85;
 
 // The GPU's generation (index into the tables above, and its compute capability), from its datasheet name;
 // -1 for GPUs NCCL does not run on (AMD's use RCCL and its own tuning).
@@ -228,6 +232,55 @@ NcclEstimate nccl_nvls_tree_estimate(const CollectiveShape& shape, const Cluster
   return e;
 }
 
+NcclEstimate nccl_collnet_estimate(const CollectiveShape& shape, const Cluster& c) {
+  NcclEstimate e{"Simple", -1, {}};
+  int compcap = 0;
+  const int gen = generation(c.gpu.name, compcap);
+  const uint32_t g = static_cast<uint32_t>(c.gpus_per_node);
+  // CollNet Direct needs GPUs that meet at an NVSwitch (tuning.cc disables it elsewhere, where NCCL runs
+  // CollNet Chain) and at most 8 of them (enqueue.cc: NCCL_MAX_DIRECT_ARITY + 1).
+  if (!c.comm.nccl_protocols || !c.sharp || gen < 0 || g > 8 || shape.ranks % g != 0 || shape.ranks / g < 2 ||
+      (g > 1 && c.nvswitches.empty()))
+    return e;
+  // NCCL's model (tuning.cc): the graph's intra-node bandwidth at any node count (here one GPU's NVLink, as
+  // for the ring), divided by the GPU:NIC ratio less half its excess over 1, x 0.85 from Hopper; as
+  // algorithm bandwidth, half of it.
+  const double ppn = g, nics = std::max<uint32_t>(1, shape.channels);
+  double factor = std::max(1.0, ppn / nics);
+  factor -= (factor - 1) / 2;
+  const double nvlink = g > 1 ? intra_node_cost(c, shape.bytes / shape.ranks).rate : 0;
+  double bus = (g > 1 ? nvlink : inter_node_cost(c, shape.bytes / shape.ranks).rate) / 1e9 / factor;
+  if (compcap >= 90) bus *= kCollNetHopper;
+  const double alg = bus * .5;
+  // Latency: a step in and out of the node, the local ranks' serialisation, and the network's (with
+  // Simple, the network device's latency twice, as NCCL adds its flush; one GPU per node: the tree's).
+  const double intra_lat = g > 1 ? kCollNetIntraLat : 0;
+  const double inter_lat =
+      (g == 1 ? kHwLat[kNet][kTree][kSimple] : kCollNetNetLat) + 2 * c.comm.nccl_net_latency.seconds() * 1e6;
+  const double base = 2 * (ppn - 1) * kCollNetArity;
+  e.seconds = (2 * intra_lat + base + inter_lat + shape.bytes / (1e3 * alg)) * 1e-6;
+  // The simulation: the step latency inside the node on the scatter and on the gather (each loop behind the
+  // first streams), the serialisation once, and the network's latency over the tree's hops up and down
+  // (SHARP's trees of height H: 2H messages on loop 0's way), so that loop 0 pays it once. A GPU drives its
+  // NVLink at the rate NCCL gives it (the intra-node efficiency) in all, shared by its G-1 peers: each
+  // message at most that share (the NICs bound the messages to the switches below it).
+  uint32_t height = 1;
+  if (shape.trees)
+    for (const SwitchTree& t : *shape.trees)
+      for (size_t v = 0; v < t.parent.size(); ++v) {
+        uint32_t d = 0;
+        for (size_t m = v; t.parent[m] != SwitchTree::kRoot; m = t.parent[m]) ++d;
+        height = std::max(height, d);
+      }
+  e.messages = MessageProtocol{"Simple",
+                               Time::from_seconds(intra_lat * 1e-6),
+                               Time::from_seconds(inter_lat / (2 * height) * 1e-6),
+                               Time::from_seconds(base * 1e-6),
+                               1,
+                               g > 1 ? nvlink / (g - 1) : 0};
+  return e;
+}
+
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
   Algorithm best = Algorithm::Auto;
   double fastest = 0;
@@ -239,18 +292,21 @@ Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster) {
         fastest = e.seconds;
       }
   }
-  if (const NcclEstimate nvls = nccl_nvls_estimate(shape, cluster);
-      nvls.seconds >= 0 && best != Algorithm::Auto && nvls.seconds < fastest)
-    best = Algorithm::Nvls;
-  if (const NcclEstimate tree = nccl_nvls_tree_estimate(shape, cluster);
-      tree.seconds >= 0 && best != Algorithm::Auto && tree.seconds < fastest)
-    best = Algorithm::NvlsTree;
+  if (best == Algorithm::Auto) return best;
+  for (auto [a, e] : {std::pair{Algorithm::Nvls, nccl_nvls_estimate(shape, cluster)},
+                      {Algorithm::NvlsTree, nccl_nvls_tree_estimate(shape, cluster)},
+                      {Algorithm::CollNet, nccl_collnet_estimate(shape, cluster)}})
+    if (e.seconds >= 0 && e.seconds < fastest) {
+      best = a;
+      fastest = e.seconds;
+    }
   return best;
 }
 
 MessageProtocol nccl_protocol(const CollectiveShape& shape, const Cluster& cluster) {
   if (shape.algorithm == Algorithm::Nvls) return nccl_nvls_estimate(shape, cluster).messages;
   if (shape.algorithm == Algorithm::NvlsTree) return nccl_nvls_tree_estimate(shape, cluster).messages;
+  if (shape.algorithm == Algorithm::CollNet) return nccl_collnet_estimate(shape, cluster).messages;
   MessageProtocol best;
   double fastest = 0;
   for (const NcclEstimate& e : nccl_estimates(shape, cluster))

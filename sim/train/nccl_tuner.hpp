@@ -36,12 +36,18 @@ NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& clu
 // nodes, each GPU's slice on its own NIC. NCCL's estimate and its messages' protocol; seconds < 0 where NCCL
 // cannot run it (one node, no NVSwitch that reduces, a GPU before Hopper).
 NcclEstimate nccl_nvls_tree_estimate(const CollectiveShape& shape, const Cluster& cluster);
+// CollNet Direct across nodes whose fabric switches reduce (`network: {sharp: true}`, InfiniBand SHARP) and
+// whose GPUs meet at an NVSwitch: NCCL's estimate and its messages' protocol (Simple; the network latency
+// spread over the hops of `shape.trees` when given); seconds < 0 (and the messages the comm model's) where
+// NCCL cannot run it or the cluster does not run NCCL's protocols.
+NcclEstimate nccl_collnet_estimate(const CollectiveShape& shape, const Cluster& cluster);
 // NCCL's NVLS channels for the cluster's GPU (they set an NVLS plan's loop size); 0 where NVLS cannot run:
 // no NVSwitch that reduces, or a GPU before Hopper.
 uint32_t nvls_channels(const Cluster& cluster);
 // For a Hierarchical `shape`: the algorithm between nodes, Ring or DoubleTree, whose estimate with its best
 // protocol is the fastest, as NCCL's tuner picks algorithm and protocol together; Nvls on one node when NVLS
-// beats both, NvlsTree across nodes when NVLSTree does; Auto when the cluster does not run NCCL's protocols.
+// beats both, NvlsTree or CollNet across nodes when NVLSTree or CollNet Direct does (the fastest of all);
+// Auto when the cluster does not run NCCL's protocols.
 Algorithm nccl_inter_node(CollectiveShape shape, const Cluster& cluster);
 
 }  // namespace ddlsim

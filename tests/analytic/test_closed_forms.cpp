@@ -589,6 +589,190 @@ TEST(ClosedForm, NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes) {
   EXPECT_EQ(nccl_choice(build_cluster(config, 2), 1 << 30), Algorithm::Hierarchical);
 }
 
+TEST(ClosedForm, CollNetOnAStar) {
+  // SHARP in the star's one switch, every rank its own node: each sends its loops (c = 512 KiB: n = 100 MB is
+  // at least 128 of them) up its cable, the switch sums them at line rate and sends the sum down every cable.
+  // Loop i goes up in round i+1 and comes down in round i+2, on the cable's other direction; loop 0 pays the
+  // cable's latency l each way, the loops behind it stream, and the last loop (n - (K-1)c) comes down alone:
+  //   T = 2l + (n + c)/B, whatever p. The fast path and the flow model agree to the picosecond.
+  const double c = 512 * 1024;
+  for (int p : {2, 4, 16})
+    for (bool fast : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} ranks, fast {}", p, fast));
+      Scenario sc = scenario_from(
+          fmt::format("name: collnet\ncluster:\n  nodes: {}\n  gpu: a100-40gb\n"
+                      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}, sharp: true}}\n"
+                      "workload: {{collective: allreduce, bytes: 100MB}}\nstrategies: [collnet]\n",
+                      p));
+      CollectiveResult r = run_collective_workload(sc, sc.strategies.at(0), p, EngineOptions{fast});
+      EXPECT_EQ(r.algorithm, "collnet");
+      expect_rel(r.time_s, 2 * kL + (kN + c) / kB);
+    }
+}
+
+TEST(ClosedForm, CollNetAcrossNodes) {
+  // CollNet Direct on 2 nodes of G = 4 GPUs on an NVSwitch (B = 100 GB/s each way), a NIC per GPU on a star
+  // of C per link whose switch sums (SHARP), under NCCL's protocols. NCCL's loops: L = 4 channels (one per
+  // NIC) x G heads x 128 KiB (n of 128 to 192 loops' worth of 512 and 256 KiB chunks halves them to 128 KiB).
+  // Per loop each GPU sends every other GPU of its node its slice (L/G) and, as that slice's head, the
+  // slice's sum over all nodes (L/G): 2(G-1)L/G over NVLink, at most B/(G-1) to each peer (a GPU drives its
+  // NVLink at B in all); and L/G up its NIC to the switch, and L/G down. Once the pipeline is full each
+  // further loop adds one round, streamed behind loop 0:
+  //   NVLink-bound (C = 100 GB/s):  dT = 2(G-1)L / (G·B)
+  //   NIC-bound (C = 5 GB/s):       dT = L / (G·C)
+  // The fast path and the flow model (--no-fast) give the same time to the picosecond.
+  const double G = 4, B = 100e9, L = 4 * G * 131072;
+  auto run_collnet = [&](double loops, const char* nic, bool fast) {
+    Scenario sc = scenario_from(fmt::format(
+        "name: collnet\n"
+        "cluster:\n"
+        "  nodes: 2\n"
+        "  gpu: h100\n"
+        "  node: {{gpus: 4, nics: 4, gpu_link: {{kind: nvswitch, bandwidth: 100GB/s, latency: 1us}},\n"
+        "         pcie: {{bandwidth: 200GB/s, latency: 1us}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: {}, latency: 1us}}, sharp: true}}\n"
+        "  comm: {{protocols: nccl}}\n"
+        "workload: {{collective: allreduce, bytes: {}B}}\n"
+        "strategies: [collnet]\n",
+        nic, loops * L));
+    return run_collective_workload(sc, sc.strategies.at(0), 2, EngineOptions{fast}).time_s;
+  };
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    EXPECT_NEAR(run_collnet(24, "100GB/s", fast) - run_collnet(16, "100GB/s", fast),
+                8 * 2 * (G - 1) * L / (G * B), 1e-12);
+    EXPECT_NEAR(run_collnet(24, "5GB/s", fast) - run_collnet(16, "5GB/s", fast), 8 * L / (G * 5e9), 1e-12);
+  }
+}
+
+TEST(CollNet, SwitchTreesFollowTheRoutesToTheTopOfTheFabric) {
+  // DGX A100 nodes on a 2-level fat-tree of 20-port leaves: with 2 nodes (16 NICs) on one leaf every slice's
+  // tree is that leaf alone; with 6 nodes across leaves its root is a spine and every head's parent is the
+  // leaf its NIC is cabled to.
+  for (int nodes : {2, 6}) {
+    SCOPED_TRACE(nodes);
+    YamlNode root = YamlNode::load_string(
+        std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
+        "a100.yaml");
+    Cluster c = build_cluster(parse_cluster(root["cluster"], false), nodes);
+    auto trees = switch_trees(c, static_cast<uint32_t>(c.gpus.size()));
+    ASSERT_EQ(trees->size(), 8u);
+    for (uint32_t l = 0; l < 8; ++l) {
+      const SwitchTree& t = (*trees)[l];
+      const VertexId top = t.switches[0];  // the root comes first
+      EXPECT_EQ(t.parent[nodes], SwitchTree::kRoot);
+      EXPECT_EQ(c.topo.vertex(top).name.rfind(nodes == 2 ? "leaf" : "spine", 0), 0u)
+          << c.topo.vertex(top).name;
+      for (int i = 0; i < nodes; ++i) {
+        const VertexId nic = c.topo.vertex(c.gpus[static_cast<size_t>(i) * 8 + l]).nic;
+        const VertexId leaf = t.switches[t.parent[i] - nodes];
+        bool cabled = false;
+        for (LinkId k : c.topo.out_links(nic)) cabled = cabled || c.topo.links()[k].to == leaf;
+        EXPECT_TRUE(cabled) << "node " << i << " slice " << l;
+      }
+    }
+  }
+}
+
+TEST(CollNet, EveryRoundReceivesWhatWasSentAndEveryCableCarriesASlice) {
+  // CollNet on 3 and 6 DGX A100 nodes (trees with heads at different depths where nodes straddle leaves): in
+  // every round each member receives as many messages as were sent to it; over the whole call each GPU sends
+  // 2(G-1)/G·n to the GPUs of its node and n/G up its tree, every switch n/G up (but the root) and n/G down
+  // to each child; the fast path and the flow model agree to the picosecond.
+  for (int nodes : {3, 6}) {
+    SCOPED_TRACE(nodes);
+    YamlNode root = YamlNode::load_string(
+        std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
+        "a100.yaml");
+    ClusterConfig config = parse_cluster(root["cluster"], false);
+    config.network.sharp = true;
+    Cluster c = build_cluster(config, nodes);
+    const double n = 96 * 1048576.0, G = 8;
+    const uint32_t p = static_cast<uint32_t>(c.gpus.size());
+    CollectiveShape shape{Algorithm::CollNet, p, 8, 0, n};
+    std::unique_ptr<CollectivePlan> plan = cluster_plan(shape, c, 0);
+    const std::vector<VertexId> members = plan_members(shape, c);
+    ASSERT_EQ(members.size(), plan->members());
+    std::vector<uint32_t> got(plan->members());
+    std::vector<double> local(plan->members(), 0), up(plan->members(), 0);
+    std::vector<Send> out;
+    for (uint32_t t = 0; t < plan->rounds(); ++t) {
+      std::fill(got.begin(), got.end(), 0u);
+      for (uint32_t r = 0; r < plan->members(); ++r) {
+        out.clear();
+        plan->sends(r, t, out);
+        for (const Send& m : out) {
+          ++got[m.peer];
+          (r < p && m.peer < p ? local : up)[r] += m.bytes;
+        }
+      }
+      for (uint32_t r = 0; r < plan->members(); ++r) ASSERT_EQ(got[r], plan->receives(r, t)) << r << " " << t;
+    }
+    for (uint32_t r = 0; r < p; ++r) {
+      EXPECT_NEAR(local[r], 2 * (G - 1) / G * n, 1e-6 * n) << r;
+      EXPECT_NEAR(up[r], n / G, 1e-6 * n) << r;
+    }
+    // A switch sends n/G to its parent and n/G to each child: a multiple of n/G.
+    for (uint32_t r = p; r < plan->members(); ++r) {
+      const double slices = up[r] / (n / G);
+      EXPECT_NEAR(slices, std::round(slices), 1e-6) << r;
+      EXPECT_GE(slices, 2) << r;
+    }
+    Scenario sc = scenario_from(fmt::format(
+        "name: collnet\ncluster:\n  topology: {}/topologies/dgx-a100-hdr-fattree.yaml\n  nodes: {}\n"
+        "  network: {{kind: fat-tree, levels: 2, hosts_per_leaf: 20, link: {{bandwidth: 200Gb/s, latency: "
+        "130ns}}, sharp: true}}\n"
+        "workload: {{collective: allreduce, bytes: 96MiB}}\nstrategies: [collnet]\n",
+        DDLSIM_SOURCE_DIR, nodes));
+    EXPECT_EQ(run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{true}).time_s,
+              run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{false}).time_s);
+  }
+}
+
+TEST(ClosedForm, NcclTunerPicksCollNetWhereTheFabricReduces) {
+  // Four DGX A100 on HDR whose switches sum (SHARP): NCCL's CollNet Direct estimate (one GPU's NVLink at
+  // NCCL's 240 GB/s, 8 GPUs on 8 NICs, halved: 120 GB/s; latency 2 x 3.7 + 14 x 0.4 + 31 = 44 us) loses to
+  // the double tree with LL at small sizes and beats the ring and the tree from 256 KiB on (`ddlsim
+  // describe`). Without sharp the same nodes run the ring or the tree; so do nodes without an NVSwitch (NCCL
+  // runs CollNet Direct only on NVSwitch nodes). The simulation of 1 GiB is NVLink-bound: 2(G-1)/G·n at 240
+  // GB/s each way per GPU (7.83 ms), 8.00 ms with the pipeline's fill and its latencies; the ring across the
+  // NICs takes 9.6.
+  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+                                            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: 4}\n",
+                                        "a100.yaml");
+  ClusterConfig config = parse_cluster(root["cluster"], false);
+  config.network.sharp = true;
+  Cluster c = build_cluster(config, 4);
+  EXPECT_EQ(nccl_choice(c, 4096), Algorithm::Hierarchical);
+  EXPECT_EQ(nccl_choice(c, 256 * 1024.0), Algorithm::CollNet);
+  EXPECT_EQ(nccl_choice(c, 1 << 30), Algorithm::CollNet);
+  CollectiveShape shape{Algorithm::CollNet, 32, 8, 0, 1 << 30};
+  std::unique_ptr<CollectivePlan> plan = cluster_plan(shape, c, 0);
+  EXPECT_STREQ(plan->protocol().name, "Simple");
+  config.network.sharp = false;
+  EXPECT_EQ(nccl_choice(build_cluster(config, 4), 1 << 30), Algorithm::Hierarchical);
+  config.network.sharp = true;
+  config.node->gpu_link_kind = GpuLinkKind::NvlinkMesh;
+  EXPECT_EQ(nccl_choice(build_cluster(config, 4), 1 << 30), Algorithm::Hierarchical);
+  auto run_1gib = [&](const char* strategy) {
+    Scenario sc = scenario_from(fmt::format(
+        "name: collnet\ncluster:\n  topology: {}/topologies/dgx-a100-hdr-fattree.yaml\n  nodes: 4\n"
+        "  network: {{kind: fat-tree, levels: 2, hosts_per_leaf: 20, link: {{bandwidth: 200Gb/s, latency: "
+        "130ns}}, sharp: true}}\n"
+        "workload: {{collective: allreduce, bytes: 1GiB}}\nstrategies: [{}]\n",
+        DDLSIM_SOURCE_DIR, strategy));
+    return run_collective_workload(sc, sc.strategies.at(0), 4);
+  };
+  const CollectiveResult collnet = run_1gib("{name: hierarchical, inter_node: auto}");
+  EXPECT_EQ(collnet.algorithm, "collnet");
+  const double bound = 2 * 7.0 / 8 * (1 << 30) / 240e9;
+  EXPECT_GT(collnet.time_s, bound);
+  EXPECT_LT(collnet.time_s, 1.03 * bound);
+  EXPECT_LT(collnet.time_s, run_1gib("{name: hierarchical, inter_node: ring}").time_s);
+}
+
 TEST(ClosedForm, NcclTunerPicksNvlsAboveItsLatency) {
   // One DGX H100 (NVSwitches that reduce): NCCL's tuner runs the ring with LL where its 15 us beat NVLS's 25
   // us, and NVLS from where NVLS's bandwidth repays its latency (between 256 KiB and 2 MiB, `ddlsim describe`

@@ -1,7 +1,7 @@
 // Allreduce strategies: PyTorch DDP (25 MB buckets, a small first one, overlapped with backward), Horovod
 // (64 MiB fusion, a background cycle and negotiation), and the flat algorithms (ring, rhd,
-// recursive-doubling, mpich, tree, double-tree, direct, hierarchical, nvls; one allreduce after backward
-// unless bucket_size and overlap ask otherwise).
+// recursive-doubling, mpich, tree, double-tree, direct, hierarchical, nvls, nvls-tree, collnet; one allreduce
+// after backward unless bucket_size and overlap ask otherwise).
 #include <fmt/format.h>
 #include <cmath>
 
@@ -22,7 +22,7 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
       o.fail(
           "algorithm",
           "algorithm must be ring, rhd, recursive-doubling, mpich, tree, double-tree, direct, hierarchical, "
-          "nvls or nvls-tree");
+          "nvls, nvls-tree or collnet");
   }
   if (o.has("inter_node")) {
     a.inter_node = parse_inter_node(o, "inter_node");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "sim/train/nccl_tuner.hpp"
 #include "sim/train/strategies/strategy.hpp"
@@ -40,6 +41,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"hierarchical", flat, configure_flat_allreduce, allreduce_builder},
       {"nvls", flat, configure_flat_allreduce, allreduce_builder},
       {"nvls-tree", flat, configure_flat_allreduce, allreduce_builder},
+      {"collnet", flat, configure_flat_allreduce, allreduce_builder},
   };
   return entries;
 }
@@ -84,7 +86,7 @@ Algorithm parse_inter_node(const OptionReader& o, const std::string& key) {
   std::string v = o.text(key);
   if (v == "auto") return Algorithm::Auto;
   if (allreduce_algorithm(v, a) && a != Algorithm::Direct && a != Algorithm::Hierarchical &&
-      a != Algorithm::Nvls && a != Algorithm::NvlsTree)
+      a != Algorithm::Nvls && a != Algorithm::NvlsTree && a != Algorithm::CollNet)
     return a;
   o.fail(key, "inter_node must be ring, rhd, tree, double-tree or auto");
 }
@@ -114,13 +116,20 @@ ServerPlacement parse_server_placement(const OptionReader& o) {
 
 std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
                                              uint32_t channels) {
+  // NCCL runs CollNet between nodes only: on one node a collnet run (a scenario's reference, say) takes what
+  // NCCL's tuner picks there.
+  if (shape.algorithm == Algorithm::CollNet && shape.ranks <= static_cast<uint32_t>(cluster.gpus_per_node)) {
+    shape.algorithm = Algorithm::Hierarchical;
+    shape.inter_node = Algorithm::Auto;
+  }
   if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.channels = ring_channels(cluster, channels);
   if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
     // With NCCL's protocols, NCCL's tuner picks ring, tree, NVLS (one node) or NVLSTree (across nodes);
     // otherwise the α-β estimate of ring and tree.
     shape.inter_node = nccl_inter_node(shape, cluster);
-    if (shape.inter_node == Algorithm::Nvls || shape.inter_node == Algorithm::NvlsTree) {
+    if (shape.inter_node == Algorithm::Nvls || shape.inter_node == Algorithm::NvlsTree ||
+        shape.inter_node == Algorithm::CollNet) {
       shape.algorithm = shape.inter_node;
       shape.inter_node = Algorithm::Ring;
     }
@@ -150,9 +159,66 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
           "and a Hopper or later GPU",
           algorithm_name(shape.algorithm)));
   }
+  if (shape.algorithm == Algorithm::CollNet) {
+    if (!cluster.sharp)
+      throw std::invalid_argument(
+          "collnet needs fabric switches that reduce (network: {sharp: true}, InfiniBand SHARP)");
+    shape.channels = ring_channels(cluster, 0);
+    shape.trees = switch_trees(cluster, shape.ranks);
+  }
   std::unique_ptr<CollectivePlan> plan = make_plan(shape);
   plan->set_protocol(nccl_protocol(shape, cluster));
   return plan;
+}
+
+std::shared_ptr<const std::vector<SwitchTree>> switch_trees(const Cluster& cluster, uint32_t ranks) {
+  const uint32_t g = static_cast<uint32_t>(cluster.gpus_per_node), nodes = ranks / std::max<uint32_t>(1, g);
+  auto trees = std::make_shared<std::vector<SwitchTree>>();
+  if (nodes < 2) return trees;
+  Router router(cluster.topo);
+  const Topology& topo = cluster.topo;
+  auto is_switch = [&](VertexId v) { return topo.vertex(v).kind == VertexKind::Switch; };
+  for (uint32_t l = 0; l < g; ++l) {
+    auto head = [&](uint32_t node) { return cluster.gpus[static_cast<size_t>(node) * g + l]; };
+    // The root: the switch at the top of the route between the first and the last node's heads (the one
+    // farthest from both ends), as a subnet manager roots a SHARP tree at the top of the fabric.
+    const std::vector<LinkId>& across = router.route(head(0), head(nodes - 1));
+    VertexId root = kNoVertex;
+    size_t best = 0;
+    for (size_t k = 0; k < across.size(); ++k) {
+      const VertexId v = topo.links()[across[k]].to;
+      const size_t from_ends = std::min(k + 1, across.size() - k - 1);
+      if (is_switch(v) && (root == kNoVertex || from_ends > best)) root = v, best = from_ends;
+    }
+    // Each head's route to the root, switch by switch, until it meets a switch already in the tree.
+    SwitchTree t;
+    t.parent.assign(nodes, SwitchTree::kRoot);
+    std::unordered_map<VertexId, uint32_t> index;
+    auto member = [&](VertexId v, bool& known) {
+      auto [it, fresh] = index.try_emplace(v, nodes + static_cast<uint32_t>(t.switches.size()));
+      known = !fresh;
+      if (fresh) {
+        t.switches.push_back(v);
+        t.parent.push_back(SwitchTree::kRoot);
+      }
+      return it->second;
+    };
+    bool known = false;
+    member(root, known);
+    for (uint32_t i = 0; i < nodes; ++i) {
+      uint32_t child = i;
+      for (LinkId k : router.route(head(i), root)) {
+        const VertexId v = topo.links()[k].to;
+        if (!is_switch(v)) continue;
+        const uint32_t m = member(v, known);
+        t.parent[child] = m;
+        if (known) break;
+        child = m;
+      }
+    }
+    trees->push_back(std::move(t));
+  }
+  return trees;
 }
 
 std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluster& cluster) {
@@ -160,6 +226,9 @@ std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluste
   if (resolved.algorithm == Algorithm::Nvls) members.push_back(cluster.nvswitches.at(0));
   if (resolved.algorithm == Algorithm::NvlsTree)
     members.insert(members.end(), cluster.nvswitches.begin(), cluster.nvswitches.end());
+  if (resolved.algorithm == Algorithm::CollNet && resolved.trees)
+    for (const SwitchTree& t : *resolved.trees)
+      members.insert(members.end(), t.switches.begin(), t.switches.end());
   return members;
 }
 

@@ -101,8 +101,13 @@ Algorithm parse_inter_node(const OptionReader& options, const std::string& key);
 std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Cluster& cluster,
                                              uint32_t channels);
 // The vertices of a plan's members on `cluster` for a shape cluster_plan resolved: its GPUs, and for NVLS the
-// node's NVSwitch after them.
+// node's NVSwitch after them (NVLSTree: every node's), for CollNet its trees' switches.
 std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluster& cluster);
+// SHARP's aggregation trees for CollNet on `ranks` GPUs of `cluster`: one per local rank l, whose heads are
+// GPU l of every node. Its root is the switch at the top of the route between the first and the last node's
+// heads; every head joins it along its own route, switch by switch, up to the first switch already in the
+// tree. Empty on one node.
+std::shared_ptr<const std::vector<SwitchTree>> switch_trees(const Cluster& cluster, uint32_t ranks);
 // A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
 // of a node leave it through (as NCCL builds at least one ring per NIC), at most the GPUs of a node.
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
