@@ -816,7 +816,7 @@ class CollNetPlan : public CollectivePlan {
       tr.depth.assign(m, 0);
       for (uint32_t v = 0; v < m; ++v)
         if (t.parent[v] != SwitchTree::kRoot) tr.children[t.parent[v]].push_back(v);
-      // Heights from the heads up (a member's parent is a switch after every child it has: walk each chain).
+      // Heights: up each head's chain to the root, every switch at least one above the member below it.
       for (uint32_t v = 0; v < nodes_; ++v)
         for (uint32_t c = v, h = 0; t.parent[c] != SwitchTree::kRoot; c = t.parent[c]) {
           tr.height[t.parent[c]] = std::max(tr.height[t.parent[c]], ++h);

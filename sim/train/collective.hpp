@@ -130,7 +130,7 @@ class CollectivePlan {
 struct SwitchTree {
   static constexpr uint32_t kRoot = UINT32_MAX;
   std::vector<uint32_t> parent;    // per tree member; kRoot for the root
-  std::vector<uint32_t> switches;  // vertex ids
+  std::vector<uint32_t> switches;  // vertex ids, the root's first
 };
 
 struct CollectiveShape {

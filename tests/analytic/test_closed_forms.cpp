@@ -512,14 +512,21 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
               (big_loops + 1) * 1e-12);  // 1 ps a round
 }
 
-// The shipped DGX H100 topology on `nodes` nodes, and what a hierarchical allreduce with inter_node auto
-// runs on every GPU of a cluster built from it (NCCL's tuner: the algorithm the plan resolves to).
-ClusterConfig dgx_h100(int nodes) {
-  YamlNode root = YamlNode::load_string(
-      std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-          "/topologies/dgx-h100-ndr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
-      "h100.yaml");
+// A shipped topology (topologies/NAME.yaml) on `nodes` nodes: the DGX H100 and the DGX A100 ones; and what a
+// hierarchical allreduce with inter_node auto runs on every GPU of a cluster built from one (NCCL's tuner:
+// the algorithm the plan resolves to).
+ClusterConfig shipped(const std::string& name, int nodes) {
+  YamlNode root =
+      YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR + "/topologies/" + name +
+                                ".yaml, nodes: " + std::to_string(nodes) + "}\n",
+                            name + ".yaml");
   return parse_cluster(root["cluster"], false);
+}
+ClusterConfig dgx_h100(int nodes) {
+  return shipped("dgx-h100-ndr-fattree", nodes);
+}
+ClusterConfig dgx_a100(int nodes) {
+  return shipped("dgx-a100-hdr-fattree", nodes);
 }
 Algorithm nccl_choice(const Cluster& cl, double bytes) {
   CollectiveShape shape;
@@ -651,11 +658,7 @@ TEST(CollNet, SwitchTreesFollowTheRoutesToTheTopOfTheFabric) {
   // leaf its NIC is cabled to.
   for (int nodes : {2, 6}) {
     SCOPED_TRACE(nodes);
-    YamlNode root = YamlNode::load_string(
-        std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
-        "a100.yaml");
-    Cluster c = build_cluster(parse_cluster(root["cluster"], false), nodes);
+    Cluster c = build_cluster(dgx_a100(nodes), nodes);
     auto trees = switch_trees(c, static_cast<uint32_t>(c.gpus.size()));
     ASSERT_EQ(trees->size(), 8u);
     for (uint32_t l = 0; l < 8; ++l) {
@@ -682,11 +685,7 @@ TEST(CollNet, EveryRoundReceivesWhatWasSentAndEveryCableCarriesASlice) {
   // to each child; the fast path and the flow model agree to the picosecond.
   for (int nodes : {3, 6}) {
     SCOPED_TRACE(nodes);
-    YamlNode root = YamlNode::load_string(
-        std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: " + std::to_string(nodes) + "}\n",
-        "a100.yaml");
-    ClusterConfig config = parse_cluster(root["cluster"], false);
+    ClusterConfig config = dgx_a100(nodes);
     config.network.sharp = true;
     Cluster c = build_cluster(config, nodes);
     const double n = 96 * 1048576.0, G = 8;
@@ -739,10 +738,7 @@ TEST(ClosedForm, NcclTunerPicksCollNetWhereTheFabricReduces) {
   // runs CollNet Direct only on NVSwitch nodes). The simulation of 1 GiB is NVLink-bound: 2(G-1)/G·n at 240
   // GB/s each way per GPU (7.83 ms), 8.00 ms with the pipeline's fill and its latencies; the ring across the
   // NICs takes 9.6.
-  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-                                            "/topologies/dgx-a100-hdr-fattree.yaml, nodes: 4}\n",
-                                        "a100.yaml");
-  ClusterConfig config = parse_cluster(root["cluster"], false);
+  ClusterConfig config = dgx_a100(4);
   config.network.sharp = true;
   Cluster c = build_cluster(config, 4);
   EXPECT_EQ(nccl_choice(c, 4096), Algorithm::Hierarchical);
