@@ -1,5 +1,6 @@
 #include "sim/train/trace.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -33,7 +34,9 @@ void write_perfetto_trace(const std::string& path, const TaskGraph& graph,
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
   };
   process_name(0, "collectives");
-  for (int w = 0; w < max_workers; ++w) process_name(w + 1, "worker " + std::to_string(w));
+  int workers = 0;  // a track for each worker the graph has, up to max_workers
+  for (TaskId t = 0; t < graph.size(); ++t) workers = std::max(workers, graph.task(t).worker + 1);
+  for (int w = 0; w < std::min(workers, max_workers); ++w) process_name(w + 1, "worker " + std::to_string(w));
   // Microseconds to the nanosecond, as the trace viewers show them.
   auto micros = [](Time t) { return std::round(t.seconds() * 1e9) / 1e3; };
   // Hosts doing placed work get threads of the "servers" process (pid max_workers + 1) in order of first use.

@@ -39,17 +39,20 @@ nlohmann::json run_trace(const std::string& scenario, const std::string& options
 }
 
 TEST(Trace, RunWritesParsableJson) {
+  // One node of 4 GPUs: a track (process) for each of its 4 workers, and for its collectives.
   nlohmann::json doc = run_trace("scenarios/horovod-mnist.yaml", "--set cluster.nodes=1");
   EXPECT_EQ(doc["displayTimeUnit"], "ms");
   ASSERT_TRUE(doc["traceEvents"].is_array());
-  size_t complete = 0;
+  size_t complete = 0, processes = 0;
   for (const auto& e : doc["traceEvents"]) {
+    if (e["name"] == "process_name") ++processes;
     if (e["ph"] != "X") continue;
     ++complete;
     EXPECT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e.dump();
     EXPECT_GE(e["dur"].get<double>(), 0) << e.dump();
   }
   EXPECT_GT(complete, 0u);
+  EXPECT_EQ(processes, 1u + 4u);
 }
 
 TEST(Trace, CollectivesNameTheirBytesAndProtocol) {
