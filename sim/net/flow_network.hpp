@@ -53,6 +53,7 @@ struct LinkUsage {
 class FlowNetwork {
  public:
   LinkId add_link(Rate capacity, Time latency);
+  void reserve_links(size_t n) { links_.reserve(n); }
   size_t link_count() const { return links_.size(); }
   Rate capacity(LinkId l) const { return Rate{links_[l].capacity}; }
   // Makes link l an incast link: its capacity becomes its line capacity times curve.goodput(n) while n

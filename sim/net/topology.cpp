@@ -41,6 +41,7 @@ LinkId Topology::connect(VertexId a, VertexId b, LinkSpec spec, LinkClass cls) {
 }
 
 void Topology::build_network(FlowNetwork& net) const {
+  net.reserve_links(links_.size());
   for (const DirectedLink& l : links_) net.add_link(l.spec.capacity, l.spec.latency);
 }
 
@@ -54,11 +55,15 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: a fixed, portable hash
 }  // namespace
 
 Router::Router(const Topology& topo)
-    : topo_(topo), host_index_(topo.vertex_count(), 0), gpu_rank_(topo.vertex_count(), 0) {
+    : topo_(topo),
+      switch_index_(topo.vertex_count(), 0),
+      host_index_(topo.vertex_count(), 0),
+      gpu_rank_(topo.vertex_count(), 0) {
   uint32_t hosts = 0;
   for (VertexId v = 0; v < topo.vertex_count(); ++v) {
     const Vertex& x = topo.vertex(v);
     if (x.node < 0) {
+      switch_index_[v] = static_cast<uint32_t>(switches_.size());
       switches_.push_back(v);
       continue;
     }
@@ -190,34 +195,36 @@ uint16_t hop_cost(LinkClass c) {
 }
 }  // namespace
 
-const std::vector<uint16_t>& Router::distances_to(VertexId sw) {
+Router::Distances Router::distances_to(VertexId sw) {
   auto it = dist_.find(sw);
-  if (it != dist_.end()) return it->second;
-  // Weighted distances (Dijkstra) indexed by vertex id, only fabric switches filled in; cables are symmetric.
-  std::vector<uint16_t> d(topo_.vertex_count(), UINT16_MAX);
-  using Item = std::pair<uint16_t, VertexId>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
-  d[sw] = 0;
-  pq.push({0, sw});
-  while (!pq.empty()) {
-    auto [dv, v] = pq.top();
-    pq.pop();
-    if (dv != d[v]) continue;
-    for (LinkId l : topo_.out_links(v)) {
-      const DirectedLink& dl = topo_.links()[l];
-      if (topo_.vertex(dl.to).node >= 0) continue;
-      uint16_t nd = static_cast<uint16_t>(dv + hop_cost(dl.cls));
-      if (nd < d[dl.to]) {
-        d[dl.to] = nd;
-        pq.push({nd, dl.to});
+  if (it == dist_.end()) {
+    // Weighted distances over the fabric's switches (cables are symmetric): Dijkstra with a bucket per
+    // distance (Dial's algorithm), as hop costs are small integers.
+    std::vector<uint16_t> d(switches_.size(), UINT16_MAX);
+    std::vector<std::vector<VertexId>> at(1, std::vector<VertexId>{sw});
+    d[switch_index_[sw]] = 0;
+    for (size_t dv = 0; dv < at.size(); ++dv)
+      for (size_t i = 0; i < at[dv].size(); ++i) {
+        const VertexId v = at[dv][i];
+        if (d[switch_index_[v]] != dv) continue;  // reached closer since
+        for (LinkId l : topo_.out_links(v)) {
+          const DirectedLink& dl = topo_.links()[l];
+          if (topo_.vertex(dl.to).node >= 0) continue;
+          const size_t nd = dv + hop_cost(dl.cls);
+          if (uint16_t& to = d[switch_index_[dl.to]]; nd < to) {
+            to = static_cast<uint16_t>(nd);
+            if (at.size() <= nd) at.resize(nd + 1);
+            at[nd].push_back(dl.to);
+          }
+        }
       }
-    }
+    it = dist_.emplace(sw, std::move(d)).first;
   }
-  return dist_.emplace(sw, std::move(d)).first->second;
+  return Distances{&it->second, &switch_index_};
 }
 
 void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkId>& out) {
-  const std::vector<uint16_t>& d = distances_to(to);
+  const Distances d = distances_to(to);
   if (d[from] == UINT16_MAX)
     throw RoutingError(
         fmt::format("no route from switch {} to switch {}", topo_.vertex(from).name, topo_.vertex(to).name));
@@ -238,7 +245,7 @@ void Router::fabric(VertexId from, VertexId to, uint64_t salt, std::vector<LinkI
 // reachable(v, r): a fabric path from v to `to` on links `fits` accepts costs at most r more than d[v]
 // (memoised per call; a link's detour δ = its cost + d[its end] − d[v] >= 0, and δ = 0 only where d falls,
 // so the recursion ends).
-bool Router::reachable(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d,
+bool Router::reachable(VertexId v, uint32_t r, VertexId to, const Distances& d,
                        const std::function<bool(LinkId)>& fits) {
   if (v == to) return true;
   const size_t slot = static_cast<size_t>(v) * (kSlack + 1) + r;
@@ -266,7 +273,7 @@ bool Router::fitting(VertexId from, VertexId to, uint64_t salt, const std::funct
     memo_.assign(topo_.vertex_count() * (kSlack + 1), 0);
     memo_stamp_.assign(memo_.size(), 0);
   }
-  const std::vector<uint16_t>& d = distances_to(to);
+  const Distances d = distances_to(to);
   if (d[from] == UINT16_MAX) return false;
   ++stamp_;
   uint32_t r = 0;

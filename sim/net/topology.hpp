@@ -132,9 +132,16 @@ class Router {
   static constexpr uint32_t kSlack = 2;  // detours: cost beyond the minimal route's (two local hops)
   bool fitting(VertexId from_switch, VertexId to_switch, uint64_t salt,
                const std::function<bool(LinkId)>& fits, std::vector<LinkId>& out);
-  bool reachable(VertexId v, uint32_t r, VertexId to, const std::vector<uint16_t>& d,
+  // Fabric distances to one switch, read by vertex (a fabric switch): a switch's own slot in a vector over
+  // the fabric's switches alone.
+  struct Distances {
+    const std::vector<uint16_t>* by_switch;
+    const std::vector<uint32_t>* index;
+    uint16_t operator[](VertexId v) const { return (*by_switch)[(*index)[v]]; }
+  };
+  bool reachable(VertexId v, uint32_t r, VertexId to, const Distances& d,
                  const std::function<bool(LinkId)>& fits);
-  const std::vector<uint16_t>& distances_to(VertexId sw);
+  Distances distances_to(VertexId sw);
   VertexId attach_switch(VertexId nic) const;  // the fabric vertex a NIC's cable leads to
   bool switch_end(VertexId v) const { return topo_.vertex(v).kind == VertexKind::Switch; }
   VertexId rail_nic(VertexId src, VertexId dst) const;
@@ -143,8 +150,9 @@ class Router {
   const Topology& topo_;
   std::unordered_map<uint64_t, std::vector<LinkId>> routes_;
   std::unordered_map<uint64_t, std::vector<LinkId>> intra_;
-  std::unordered_map<VertexId, std::vector<uint16_t>> dist_;
+  std::unordered_map<VertexId, std::vector<uint16_t>> dist_;  // by destination switch, over switches_
   std::vector<VertexId> switches_;
+  std::vector<uint32_t> switch_index_;  // per vertex: its place in switches_ (fabric switches only)
   std::unordered_map<uint64_t, const std::vector<LinkId>*> detours_;  // by route key, over routes_
   std::deque<std::vector<LinkId>> detour_routes_;
   std::vector<uint32_t> memo_, memo_stamp_;  // reachable's memo, valid where the stamp is stamp_

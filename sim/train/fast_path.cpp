@@ -45,6 +45,7 @@ class FastPath::Evaluation {
     int64_t carry = 0;  // the fused reduction it was paced by (ps)
     bool streamed = false;
     const std::vector<LinkId>* route = nullptr;
+    const Transport::Path* path = nullptr;  // route's, latency's and capacity's source
     int64_t latency = 0, duration = 0;
     double rate = 0;
     double wire = 1;  // bytes on its links per payload byte
@@ -74,7 +75,8 @@ class FastPath::Evaluation {
   std::vector<int64_t> carry_;             // reduction_[r].carry in ps
   std::vector<LinkId> touched_round_;      // links the current checked round put messages on
   std::vector<Send> sends_;
-  std::vector<MessageShape> shapes_;
+  std::vector<MessageShape> shapes_;      // each member's last message
+  std::vector<MessageShape> alt_shapes_;  // the one before it, where it differed (sized at first use)
   std::vector<int64_t> last_msg_end_;  // exclusive pattern: each member's last message end, not yet on links
   // Link usage by route: entries from round_begin_ on are the current checked round's; last_entry_ is each
   // member's latest entry (merged into while its route repeats); skipped_rounds_ counts rounds of the
@@ -256,18 +258,31 @@ bool FastPath::Evaluation::checked_send(uint32_t r, const Send& snd) {
     if (comm_.multipath > 1 && !router_.same_node(src, dst)) return false;
     MessageShape& shape = shapes_[r];
     const MessageProtocol& protocol = plan_.protocol();
-    if (shape.peer != snd.peer || shape.bytes != snd.bytes || shape.carry != carry_[r] ||
-        shape.streamed != snd.streamed) {
+    auto same = [&](const MessageShape& m) {
+      return m.peer == snd.peer && m.bytes == snd.bytes && m.carry == carry_[r] && m.streamed == snd.streamed;
+    };
+    // A member that alternates between two messages (a pipelined plan's step inside the node and the one
+    // across) finds the other one in alt_shapes_: its route and timing are not looked up again.
+    if (!same(shape) && shape.route != nullptr) {
+      if (alt_shapes_.empty()) alt_shapes_.resize(p_);
+      std::swap(shape, alt_shapes_[r]);
+    }
+    if (!same(shape)) {
+      // The path to this peer, from either cached message to it (their bytes or pacing differ) or looked up.
+      const Transport::Path* path = shape.peer == snd.peer ? shape.path : nullptr;
+      if (!path && !alt_shapes_.empty() && alt_shapes_[r].peer == snd.peer) path = alt_shapes_[r].path;
+      if (!path) path = &fp_.transport_.path(src, dst, protocol);
       Time latency;
       double rate;  // payload bytes per second; its links carry `wire` times as many
-      fp_.transport_.message_timing(src, dst, snd.bytes, latency, rate,
+      fp_.transport_.message_timing(*path, snd.bytes, latency, rate,
                                     plan_.message_protocol(snd, reduction_[r].carry));
-      const double wire = protocol.wire_for(router_.same_node(src, dst));
+      const double wire = protocol.wire_for(path->same_node);
       shape = {snd.peer,
                snd.bytes,
                carry_[r],
                snd.streamed,
-               &router_.route(src, dst, Transport::rail(protocol)),
+               path->route,
+               path,
                latency.picoseconds(),
                snd.bytes > 0 ? Time::from_seconds(snd.bytes / rate).picoseconds() : 0,
                rate * wire,

@@ -42,9 +42,8 @@ Time message_latency(const MessageProtocol& protocol, bool same_node, Time route
 }
 }  // namespace
 
-void Transport::message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
+void Transport::message_timing(const Path& path0, double bytes, Time& latency, double& rate,
                                const MessageProtocol& protocol) {
-  const Path& path0 = path(src, dst, rail(protocol));
   const CommRange& range = (path0.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   latency = message_latency(protocol, path0.same_node, path0.latency, range.alpha);
   rate = path0.capacity * range.efficiency;

@@ -49,10 +49,27 @@ class Transport {
   // cheapest detour whose fabric links have room for its rate besides the others' (Router::detour); the
   // loads follow each move.
   void adapt_routes(const std::vector<MessageEnds>& messages, const MessageProtocol& protocol);
+  // What every message between two endpoints on one route shares, computed once: the route, its latency,
+  // its bottleneck capacity (an incast link's with one sender) and whether both ends are in one node.
+  struct Path {
+    const std::vector<LinkId>* route;
+    Time latency;
+    double capacity;
+    bool same_node;
+  };
+  // The path of a message from src to dst under `protocol` (its rail): the minimal route, or the detour
+  // adapt_routes gave its pair. Valid while the transport lives.
+  const Path& path(VertexId src, VertexId dst, const MessageProtocol& protocol) {
+    return path(src, dst, rail(protocol));
+  }
   // Latency (route + α) and rate (bottleneck x efficiency, at most the per-flow bound) of one message alone
-  // on its route (the minimal one, or the detour adapt_routes gave its pair).
+  // on its path.
   void message_timing(VertexId src, VertexId dst, double bytes, Time& latency, double& rate,
-                      const MessageProtocol& protocol = {});
+                      const MessageProtocol& protocol = {}) {
+    message_timing(path(src, dst, protocol), bytes, latency, rate, protocol);
+  }
+  void message_timing(const Path& path, double bytes, Time& latency, double& rate,
+                      const MessageProtocol& protocol);
   // Message parts sent so far (flows and direct messages).
   uint64_t parts_sent() const { return parts_sent_; }
   // True when nothing runs or waits to start on the network.
@@ -91,14 +108,6 @@ class Transport {
   // Calls part(request, delay before it starts, its route's capacity, paths) for each path of a message.
   template <class F>
   uint32_t for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol, F&& part);
-  // What every message between two endpoints on one route shares, computed once: the route, its latency,
-  // its bottleneck capacity (an incast link's with one sender) and whether both ends are in one node.
-  struct Path {
-    const std::vector<LinkId>* route;
-    Time latency;
-    double capacity;
-    bool same_node;
-  };
   const Path& path(VertexId src, VertexId dst, uint32_t p = 0);
   std::unordered_map<uint64_t, Path> paths_;
   const CommModel& comm_;
