@@ -30,13 +30,9 @@ std::string find_topology_file(const YamlNode& node) {
     if (fs::path(name).is_relative())
       for (const fs::path& root : data_roots()) candidates.push_back(root / name);
   }
-  std::vector<std::string> tried;
-  for (const fs::path& p : candidates) {
-    std::string path = p.lexically_normal().string();
-    if (fs::is_regular_file(p)) return path;
-    if (std::find(tried.begin(), tried.end(), path) == tried.end()) tried.push_back(path);
-  }
-  node.fail(fmt::format("no topology \"{}\" (looked for {})", name, fmt::join(tried, ", ")));
+  std::string tried;
+  if (std::string path = first_file(candidates, tried); !path.empty()) return path;
+  node.fail(fmt::format("no topology \"{}\" (looked for {})", name, tried));
 }
 
 // A calibration file (written by `ddlsim calibrate --out`): a path as given, relative to the file naming it,
@@ -46,9 +42,9 @@ std::string find_calibration_file(const YamlNode& node) {
   std::string name = node.as_string();
   std::vector<fs::path> candidates = {fs::path(name), fs::path(node.file()).parent_path() / name};
   for (const fs::path& root : data_roots()) candidates.push_back(root / name);
-  for (const fs::path& p : candidates)
-    if (fs::is_regular_file(p)) return p.lexically_normal().string();
-  node.fail(fmt::format("no calibration file \"{}\"", name));
+  std::string tried;
+  if (std::string path = first_file(candidates, tried); !path.empty()) return path;
+  node.fail(fmt::format("no calibration file \"{}\" (looked for {})", name, tried));
 }
 
 const std::vector<std::string> kClusterKeys = {"topology",  "name",       "nodes",       "gpus_per_node",

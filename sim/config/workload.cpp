@@ -210,9 +210,10 @@ Model load_model(const YamlNode& node) {
       fs::path(name), fs::path("models") / (name + ".yaml"),
       fs::path(node.file()).parent_path() / ".." / "models" / (name + ".yaml")};
   for (const fs::path& root : data_roots()) candidates.push_back(root / "models" / (name + ".yaml"));
-  for (const fs::path& p : candidates)
-    if (fs::is_regular_file(p)) return parse_model(YamlNode::load_file(p.lexically_normal().string()));
-  node.fail(fmt::format("no model \"{}\" (looked for models/{}.yaml)", name, name));
+  std::string tried;
+  if (std::string path = first_file(candidates, tried); !path.empty())
+    return parse_model(YamlNode::load_file(path));
+  node.fail(fmt::format("no model \"{}\" (looked for {})", name, tried));
 }
 
 Workload parse_workload(const YamlNode& w, const YamlNode& root, const ClusterConfig& cluster) {

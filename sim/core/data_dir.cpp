@@ -1,5 +1,6 @@
 #include "sim/core/data_dir.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <system_error>
 
@@ -17,6 +18,18 @@ std::vector<std::filesystem::path> data_roots() {
     roots.push_back(dir / "share" / "ddlsim");
   }
   return roots;
+}
+
+std::string first_file(const std::vector<std::filesystem::path>& candidates, std::string& tried) {
+  std::vector<std::string> seen;
+  for (const std::filesystem::path& p : candidates) {
+    std::string path = p.lexically_normal().string();
+    if (std::filesystem::is_regular_file(p)) return path;
+    if (std::find(seen.begin(), seen.end(), path) == seen.end()) seen.push_back(path);
+  }
+  tried.clear();
+  for (const std::string& s : seen) tried += (tried.empty() ? "" : ", ") + s;
+  return "";
 }
 
 }  // namespace ddlsim

@@ -58,10 +58,11 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
   }
   if (!fits)
     o.fail(o.name_only() ? "" : "name",
-           fmt::format("strategy \"{}\" cannot run {} (allreduce: ring, rhd, tree, double-tree, direct, "
-                       "hierarchical, ps; "
-                       "reduce-scatter/all-gather: ring; broadcast: tree)",
-                       n, collective_name(collective)));
+           fmt::format(
+               "strategy \"{}\" cannot run {} (allreduce: ring, rhd, recursive-doubling, mpich, tree, "
+               "double-tree, direct, hierarchical, nvls, nvls-tree, collnet, ps; reduce-scatter/all-gather: "
+               "ring; broadcast: tree)",
+               n, collective_name(collective)));
   if (!o.name_only()) {
     if (a.algorithm == Algorithm::Hierarchical)
       o.expect_keys({"name", "label", "inter_node"});

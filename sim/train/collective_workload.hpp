@@ -28,9 +28,9 @@ struct CollectiveResult {
 // nccl-tests bus-bandwidth factor for a collective kind on p ranks.
 double bus_factor(CollectiveKind collective, int64_t p);
 
-// Reads a strategy of a collective workload: its name must run the collective (allreduce: ring, rhd, tree,
-// double-tree, direct, hierarchical, ps; reduce-scatter/all-gather: ring; broadcast: tree), with
-// inter_node for hierarchical and servers/placement/link for ps.
+// Reads a strategy of a collective workload: its name must run the collective (allreduce: an allreduce
+// algorithm's name (allreduce_algorithm) or ps; reduce-scatter/all-gather: ring; broadcast: tree), with
+// inter_node for hierarchical, channels for ring and servers/placement/link for ps.
 Strategy configure_collective_strategy(CollectiveKind collective, const std::string& name,
                                        const std::string& label, const OptionReader& options);
 
