@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -39,6 +40,21 @@ std::optional<Args> parse_command(const std::vector<std::string>& args, const Co
     po::notify(a.vm);
   } catch (const po::error& e) {
     throw InputError({}, "", fmt::format("{} (see ddlsim {} --help)", e.what(), spec.name));
+  }
+  // An empty value ('' from a script's unset variable, say) names no file and no setting: refused rather
+  // than taken as "not given".
+  for (const auto& [key, value] : a.vm) {
+    const po::option_description* d = all.find_nothrow(key, false);
+    if (value.defaulted() || !d || d->semantic()->min_tokens() == 0) continue;  // (a switch has no value)
+    bool empty = false;
+    if (const auto* s = boost::any_cast<std::string>(&value.value())) empty = s->empty();
+    if (const auto* list = boost::any_cast<std::vector<std::string>>(&value.value()))
+      empty = std::any_of(list->begin(), list->end(), [](const std::string& s) { return s.empty(); });
+    if (empty)
+      throw InputError({}, "",
+                       key == "positional-file"
+                           ? fmt::format("an empty file name (see ddlsim {} --help)", spec.name)
+                           : fmt::format("--{} has an empty value", key));
   }
   if (a.has("help")) {
     std::cout << "usage: ddlsim " << spec.name << " " << spec.usage << "\n\n"

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,19 @@ commands:
 Every command accepts --help. Exit status: 0 success, 1 runtime failure, 2 bad input or usage.
 )";
 
+int dispatch(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "run") return ddlsim::cli::run_command(args);
+  if (command == "sweep") return ddlsim::cli::sweep_command(args);
+  if (command == "describe") return ddlsim::cli::describe_command(args);
+  if (command == "validate") return ddlsim::cli::validate_command(args);
+  if (command == "calibrate") return ddlsim::cli::calibrate_command(args);
+  if (command == "crossover") return ddlsim::cli::crossover_command(args);
+  std::fprintf(stderr,
+               "ddlsim: unknown command \"%s\" (run, sweep, describe, validate, calibrate, crossover)\n",
+               command.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,16 +60,14 @@ int main(int argc, char** argv) {
   std::string command = args[0];
   args.erase(args.begin());
   try {
-    if (command == "run") return ddlsim::cli::run_command(args);
-    if (command == "sweep") return ddlsim::cli::sweep_command(args);
-    if (command == "describe") return ddlsim::cli::describe_command(args);
-    if (command == "validate") return ddlsim::cli::validate_command(args);
-    if (command == "calibrate") return ddlsim::cli::calibrate_command(args);
-    if (command == "crossover") return ddlsim::cli::crossover_command(args);
-    std::fprintf(stderr,
-                 "ddlsim: unknown command \"%s\" (run, sweep, describe, validate, calibrate, crossover)\n",
-                 command.c_str());
-    return 2;
+    int status = dispatch(command, args);
+    // Output that could not be written (a full disk, a closed pipe) is a failure, not a silent success.
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "ddlsim: cannot write the standard output\n");
+      return 1;
+    }
+    return status;
   } catch (const ddlsim::InputError& e) {
     std::fprintf(stderr, "ddlsim: %s\n", e.what());
     return 2;

@@ -68,6 +68,7 @@ BackgroundSpec parse_background(const YamlNode& n) {
 JobPlacement parse_placement(const YamlNode& n, JobSpec& job) {
   if (n.is_sequence()) {
     job.node_list = n.as_int_list();
+    if (job.node_list.empty()) n.fail("a placement list names at least one node");
     return JobPlacement::Explicit;
   }
   static const std::pair<const char*, JobPlacement> kinds[] = {{"contiguous", JobPlacement::Contiguous},

@@ -289,7 +289,8 @@ void write_json(std::ostream& out, const Report& r) {
   doc["results"] = nlohmann::ordered_json::array();
   for (const Record& rec : r.results) doc["results"].push_back(record_json(rec));
   if (!r.notes.empty()) doc["notes"] = r.notes;
-  out << doc.dump(2) << "\n";
+  // (Inputs are UTF-8; a file name may not be: replaced rather than refused.)
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace
@@ -364,7 +365,8 @@ RowStream::~RowStream() {
 }
 
 void RowStream::write(const Record& row) {
-  append(jsonl_ ? record_json(row).dump() + "\n" : csv_line(row, false));
+  append(jsonl_ ? record_json(row).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                : csv_line(row, false));
 }
 
 }  // namespace ddlsim

@@ -263,6 +263,7 @@ void YamlNode::apply_override(const std::string& assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError({"--set", 0, 0}, "", fmt::format("expected dotted.key=value, got \"{}\"", assignment));
+  check_utf8(assignment, "--set");
   std::string key = assignment.substr(0, eq);
   YAML::Node value;
   check_comma_after_flow_node(assignment.substr(eq + 1), "--set");

@@ -93,6 +93,11 @@ JobGraph background_graph(const BackgroundSpec& b, const Cluster& machine, const
   out.injection = rate * nics;
   const double interval = b.message / (b.load * out.injection);
   const int64_t count = static_cast<int64_t>(b.duration.seconds() / interval);
+  if (count < 1)
+    where.fail(
+        fmt::format("background traffic sends no message in its duration: one {:g}-byte message per "
+                    "lane every {:.3g} s at this load; raise load or duration",
+                    b.message, interval));
   if (count > 10'000'000 / static_cast<int64_t>(nodes.size()))
     where.fail(
         fmt::format("background traffic of {} messages per node is too many: raise message or lower "

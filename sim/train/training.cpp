@@ -394,12 +394,13 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
   return r;
 }
 
-// The same, refusing a run that passes int64 picoseconds of simulated time (a Time sum or conversion that
-// would wrap: steps that together take longer than about 53 days) at the strategy, instead of wrapping.
-TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
-                        bool write_trace, int64_t gpu_limit = 0) {
+// f(), its graph built and run for strategy `st` at `nodes` nodes, refusing at the strategy a run that passes
+// int64 picoseconds of simulated time (a Time sum or conversion that would wrap: steps that together take
+// longer than about 53 days) instead of wrapping, and a collective the cluster cannot run.
+template <class F>
+auto at_strategy(const Strategy& st, int64_t nodes, F&& f) {
   try {
-    return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit);
+    return f();
   } catch (const TimeOverflow&) {
     st.where.fail(fmt::format(
         "at {} node(s) the run passes the limit of simulated time ({:.3g} s, about 53 days: 2^62 "
@@ -410,6 +411,11 @@ TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, c
   } catch (const std::invalid_argument& e) {  // a collective the cluster cannot run (e.g. nvls across nodes)
     st.where.fail(fmt::format("at {} node(s): {}", nodes, e.what()));
   }
+}
+
+TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
+                        bool write_trace, int64_t gpu_limit = 0) {
+  return at_strategy(st, nodes, [&] { return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit); });
 }
 
 }  // namespace
@@ -447,8 +453,9 @@ MemoryModel::MemoryModel(const Scenario& sc, const Strategy& st) : scenario_(sc)
     for (const CollectiveTask& t : g.graph.collectives()) c.members += static_cast<double>(t.members.size());
     return c;
   };
-  two_ = count(1);
-  three_ = count(2);
+  // (The one-node graphs are the run's first: a strategy the cluster cannot run is refused here.)
+  two_ = at_strategy(st, 1, [&] { return count(1); });
+  three_ = at_strategy(st, 1, [&] { return count(2); });
 }
 
 MemoryEstimate MemoryModel::at(int64_t nodes) const {

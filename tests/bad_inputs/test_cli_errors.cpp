@@ -310,6 +310,16 @@ TEST(CliErrors, OutputFilesFailLoudlyAndNeverHalfWritten) {
   EXPECT_EQ(files, 1u);
   EXPECT_GT(fs::file_size(dir / "t.json"), 100u);
   fs::remove_all(dir);
+  // The standard output on a full device: exit 1 with the message on stderr, not a silent success.
+  const std::string to_full = fmt::format("'{}' {} 2>&1 >/dev/full", DDLSIM_BINARY, s);
+  FILE* pipe = popen(to_full.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string err;
+  std::array<char, 256> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) err.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1) << err;
+  EXPECT_EQ(err, "ddlsim: cannot write the standard output\n");
 }
 
 TEST(CliErrors, InputsThatAreNotRegularFilesAreRefused) {
