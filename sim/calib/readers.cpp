@@ -14,6 +14,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/input_file.hpp"
+#include "sim/core/units.hpp"
 #include "sim/train/collective_workload.hpp"
 
 namespace ddlsim {
@@ -91,6 +92,30 @@ std::optional<int64_t> to_int(const std::string& s) {
 
 [[noreturn]] void fail_at(const std::string& file, int line, const std::string& message) {
   throw InputError({file, line, line > 0 ? 1 : 0}, "", message);
+}
+
+// What a measurement may say. Times outside 1 ns .. 10^6 s (11.6 days) are not a measured collective or step
+// (a timer reads microseconds at best; a rate derived from a shorter time is meaningless, and the simulator's
+// clock ends at 2^62 ps, 53 days). Sizes are those of scenarios (at most 1 PiB), rank counts at most 10^6.
+constexpr double kMinTime = 1e-9, kMaxTime = 1e6;
+constexpr const char* kTimeRange = "1 ns .. 1e6 s";
+constexpr int64_t kMaxRanks = 1'000'000;
+
+bool time_in_range(double t) {
+  return t >= kMinTime && t <= kMaxTime;
+}
+
+// A line shown in a message: trimmed, and cut when long.
+std::string excerpt(const std::string& text) {
+  constexpr size_t kMax = 60;
+  std::string t = trim(text);
+  return t.size() <= kMax ? t : t.substr(0, kMax) + "...";
+}
+
+// True when `t` (trimmed) starts like a number, signed or not: a data row, however garbled the rest.
+bool starts_with_number(const std::string& t) {
+  size_t i = !t.empty() && (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -194,22 +219,33 @@ class KernelsReader {
     m.ranks_per_node = integer(r, "ranks_per_node", path + ".ranks_per_node", line);
     m.nodes = integer(r, "nodes", path + ".nodes", line);
     m.servers = integer(r, "servers", path + ".servers", line);
-    if (m.ranks < 1 || m.ranks_per_node < 1 || m.nodes < 1 || m.ranks_per_node > m.ranks)
+    if (m.ranks < 1 || m.ranks > kMaxRanks)
+      fail(line, path + ".ranks", fmt::format("rank count {} out of range 1..{}", m.ranks, kMaxRanks));
+    // ranks_per_node is the largest node's share (nodes may differ), so each other node holds 1 to that many.
+    if (m.ranks_per_node < 1 || m.nodes < 1 || m.ranks_per_node > m.ranks || m.nodes > m.ranks ||
+        m.ranks < m.ranks_per_node + m.nodes - 1 || m.ranks > m.ranks_per_node * m.nodes)
       fail(line, path,
-           fmt::format("inconsistent placement: ranks {}, ranks_per_node {}, nodes {}", m.ranks,
-                       m.ranks_per_node, m.nodes));
+           fmt::format("inconsistent placement: ranks {}, ranks_per_node {}, nodes {} (expected "
+                       "ranks_per_node + nodes - 1 <= ranks <= ranks_per_node x nodes)",
+                       m.ranks, m.ranks_per_node, m.nodes));
     if (m.algorithm == "ps" && (m.servers < 1 || m.servers >= m.ranks))
       fail(line, path + ".servers",
            fmt::format("ps needs 1 <= servers < ranks, got {} of {}", m.servers, m.ranks));
     if (!r.contains("bytes") || !r["bytes"].is_number() || r["bytes"].get<double>() < 0)
       fail(line, path + ".bytes", "missing or negative (expected the per-rank buffer size in bytes)");
     m.bytes = r["bytes"].get<double>();
+    if (!(m.bytes >= 1 && m.bytes <= kMaxBytes) || std::floor(m.bytes) != m.bytes)
+      fail(line, path + ".bytes",
+           fmt::format("expected a whole number of bytes from 1 to 1 PiB (2^50), got {}", r["bytes"].dump()));
     if (!r.contains("times_s") || !r["times_s"].is_array() || r["times_s"].empty())
       fail(line, path + ".times_s",
            "missing or empty (expected a list of times in seconds, one per repetition)");
     for (const nlohmann::json& t : r["times_s"]) {
       if (!t.is_number() || t.get<double>() <= 0)
         fail(line, path + ".times_s", fmt::format("expected positive times in seconds, got {}", t.dump()));
+      if (!time_in_range(t.get<double>()))
+        fail(line, path + ".times_s",
+             fmt::format("time {} s is outside {}: not a physically meaningful time", t.dump(), kTimeRange));
       m.reps.push_back(t.get<double>());
     }
     if (r.contains("check") && !(r["check"].is_string() && r["check"].get<std::string>() == "ok"))
@@ -238,6 +274,7 @@ class NcclReader {
     static const std::regex kThreads(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
     static const std::regex kTest(R"(Collective test starting:\s*(\S+))");
     std::map<int64_t, std::string> rank_host;
+    std::map<int64_t, int> rank_line;
     int64_t threads = 0, gpus = 0;
     bool trailer = false;
     struct Row {
@@ -252,10 +289,22 @@ class NcclReader {
       if (t[0] == '#') {
         std::string body = trim(t.substr(1));
         if (std::regex_search(body, m, kRank)) {
-          rank_host[std::stoll(m[1])] = m[2];
+          auto rank = to_int(m[1]);
+          if (!rank || *rank >= kMaxRanks)
+            fail_at(file_, l.number,
+                    fmt::format("rank {} out of range 0..{}", std::string(m[1]), kMaxRanks - 1));
+          if (rank_host.count(*rank))
+            fail_at(file_, l.number, fmt::format("rank {} is listed twice under \"# Using devices\"", *rank));
+          rank_host[*rank] = m[2];
+          rank_line[*rank] = l.number;
         } else if (std::regex_search(body, m, kThreads)) {
-          threads = std::stoll(m[1]);
-          gpus = std::stoll(m[2]);
+          auto t = to_int(m[1]), g = to_int(m[2]);
+          if (!t || !g || *t < 1 || *g < 1 || *t > kMaxRanks || *g > kMaxRanks || *t * *g > kMaxRanks)
+            fail_at(file_, l.number,
+                    fmt::format("nThread {} nGpus {}: expected 1 to {} ranks in all", std::string(m[1]),
+                                std::string(m[2]), kMaxRanks));
+          threads = *t;
+          gpus = *g;
         } else if (std::regex_search(body, m, kTest)) {
           if (m[1] != "all_reduce_perf")
             fail_at(file_, l.number,
@@ -270,8 +319,19 @@ class NcclReader {
         }
         continue;
       }
-      // NCCL_DEBUG lines, mpirun chatter: not data. Data rows start with the size.
-      if (!std::isdigit(static_cast<unsigned char>(t[0]))) continue;
+      // NCCL's own log lines (NCCL_DEBUG=INFO: "host:pid:tid [0] NCCL INFO ...", "NCCL version ...") come
+      // anywhere, also between the rows (lazy connection setup on the first collectives).
+      if (t.find("NCCL INFO") != std::string::npos || t.find("NCCL WARN") != std::string::npos ||
+          t.find("NCCL TRACE") != std::string::npos || starts_with(t, "NCCL version"))
+        continue;
+      // Before the column header (mpirun chatter) and after the trailer (MPI help aggregation): not data.
+      // Data rows start with the size; between the header and the trailer nothing else may come.
+      if (!starts_with_number(t)) {
+        if (header_.empty() || trailer) continue;
+        if (!rows.empty()) fail_not_a_row(l);
+        if (pending_ == nullptr) pending_ = &l;
+        continue;
+      }
       if (header_.empty())
         fail_at(file_, l.number, "data row before the column header (expected \"#  size  count  type ...\")");
       if (trailer) fail_at(file_, l.number, "data row after the \"# Avg bus bandwidth\" trailer");
@@ -284,6 +344,8 @@ class NcclReader {
       auto time_us = to_double(cells[col_time_]);
       if (!size || *size < 0)
         fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[col_size_]));
+      if (static_cast<double>(*size) > kMaxBytes)
+        fail_at(file_, l.number, fmt::format("size {} B is over the limit of 1 PiB (2^50 B)", *size));
       if (!time_us || *time_us < 0)
         fail_at(file_, l.number,
                 fmt::format("out-of-place time \"{}\" is not a number of microseconds", cells[col_time_]));
@@ -300,11 +362,22 @@ class NcclReader {
                   "#wrong = {}: nccl-tests found wrong results; a failed run cannot be calibrated against",
                   w));
       }
-      if (*size == 0) continue;  // nccl-tests' zero-byte rows run nothing
+      if (pending_ != nullptr) fail_not_a_row(*pending_);
+      // nccl-tests prints sizes under one element as 0 B rows, which run nothing: only first, as it does.
+      if (*size == 0 && rows.empty()) continue;
+      if (*size == 0)
+        fail_at(
+            file_, l.number,
+            "size 0 B after larger sizes: expected a positive size (nccl-tests prints zero-byte rows only "
+            "first, for sizes under one element)");
       Row r{l.number, static_cast<double>(*size), *time_us * 1e-6, 0, 0};
       if (col_algbw_ >= 0) r.algbw = to_double(cells[static_cast<size_t>(col_algbw_)]).value_or(0);
       if (col_busbw_ >= 0) r.busbw = to_double(cells[static_cast<size_t>(col_busbw_)]).value_or(0);
       if (r.time_s <= 0) fail_at(file_, l.number, "out-of-place time is zero");
+      if (!time_in_range(r.time_s))
+        fail_at(file_, l.number,
+                fmt::format("out-of-place time {} us is outside {}: not a physically meaningful time",
+                            cells[col_time_], kTimeRange));
       rows.push_back(r);
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
@@ -319,6 +392,11 @@ class NcclReader {
     int64_t ranks = 0, per_node = 0, nodes = 0;
     if (!rank_host.empty()) {
       ranks = rank_host.rbegin()->first + 1;
+      if (static_cast<int64_t>(rank_host.size()) != ranks)
+        fail_at(file_, rank_line.rbegin()->second,
+                fmt::format("the \"# Using devices\" lines name {} ranks, but the highest is Rank {}: rank "
+                            "lines are missing",
+                            rank_host.size(), ranks - 1));
       std::map<std::string, int64_t> per_host;
       for (const auto& [r, h] : rank_host) ++per_host[h];
       nodes = static_cast<int64_t>(per_host.size());
@@ -394,9 +472,18 @@ class NcclReader {
     }
   }
 
+  [[noreturn]] void fail_not_a_row(const Line& l) const {
+    fail_at(file_, l.number,
+            fmt::format("not a data row: \"{}\" (expected a row of {} columns starting with the size, or a "
+                        "\"#\" comment)",
+                        excerpt(l.text), header_.size()));
+  }
+
   std::vector<Line> lines_;
   std::string file_;
   ReaderOptions options_;
+  // The first line after the header that is no data row, while no row is read yet.
+  const Line* pending_ = nullptr;
   std::vector<std::string> header_;
   size_t col_size_ = 0, col_time_ = 0;
   int col_redop_ = -1, col_algbw_ = -1, col_busbw_ = -1, col_wrong_ = -1;
@@ -417,6 +504,9 @@ class OsuReader {
     size_t columns = 0;
     int header_line = 0;
     std::vector<Measurement> out;
+    bool skipped_zero = false;
+    // The first line after the header that is no data row, while no row is read yet.
+    const Line* pending = nullptr;
     for (const Line& l : lines_) {
       std::string t = trim(l.text);
       if (t.empty()) continue;
@@ -437,8 +527,15 @@ class OsuReader {
         }
         continue;
       }
-      if (!std::isdigit(static_cast<unsigned char>(t[0]))) continue;  // launcher chatter
+      if (!starts_with_number(t)) {
+        // Launcher chatter before the column header; after it, OMB writes only rows.
+        if (columns == 0) continue;
+        if (!out.empty() || skipped_zero) fail_not_a_row(l);
+        if (pending == nullptr) pending = &l;  // reported once a row follows (else: "no result rows")
+        continue;
+      }
       if (columns == 0) fail_at(file_, l.number, "data row before the \"# Size ...\" column header");
+      if (pending != nullptr) fail_not_a_row(*pending);
       std::vector<std::string> cells = tokens(t);
       if (cells.size() != columns)
         fail_at(file_, l.number,
@@ -448,10 +545,30 @@ class OsuReader {
       auto value = to_double(cells[1]);
       if (!size || *size < 0)
         fail_at(file_, l.number, fmt::format("size \"{}\" is not a byte count", cells[0]));
+      if (static_cast<double>(*size) > kMaxBytes)
+        fail_at(file_, l.number, fmt::format("size {} B is over the limit of 1 PiB (2^50 B)", *size));
       if (!value || *value <= 0)
         fail_at(file_, l.number, fmt::format("{} \"{}\" is not a positive number", value_name(), cells[1]));
-      if (*size == 0) continue;
-      out.push_back(measurement(l.number, static_cast<double>(*size), *value));
+      if (*size == 0) {
+        // osu_latency starts at 0 B (no per-byte information: skipped); nothing else writes a 0-byte row.
+        if (kind_ == MeasurementKind::PingPong && out.empty() && !skipped_zero) {
+          skipped_zero = true;
+          continue;
+        }
+        fail_at(file_, l.number,
+                "size 0 B: expected a positive message size (only osu_latency's first row may be 0 B, and it "
+                "is skipped)");
+      }
+      Measurement m = measurement(l.number, static_cast<double>(*size), *value);
+      if (!time_in_range(m.time_s))
+        fail_at(file_, l.number,
+                kind_ == MeasurementKind::Bandwidth
+                    ? fmt::format("bandwidth {} MB/s gives {:.3g} s per {}-byte message, outside {}: not a "
+                                  "physically meaningful rate",
+                                  cells[1], m.time_s, *size, kTimeRange)
+                    : fmt::format("latency {} us is outside {}: not a physically meaningful time", cells[1],
+                                  kTimeRange));
+      out.push_back(std::move(m));
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
     if (test.empty()) fail_at(file_, 1, "no \"# OSU MPI ... Test\" title line");
@@ -506,6 +623,12 @@ class OsuReader {
 
   std::string value_name() const {
     return kind_ == MeasurementKind::Bandwidth ? "bandwidth in MB/s" : "latency in us";
+  }
+
+  [[noreturn]] void fail_not_a_row(const Line& l) const {
+    fail_at(file_, l.number,
+            fmt::format("not a data row: \"{}\" (expected the size and the {}, or a \"#\" comment)",
+                        excerpt(l.text), value_name()));
   }
 
   Measurement measurement(int line, double bytes, double value) const {
@@ -594,16 +717,29 @@ std::vector<Measurement> read_step_csv(const std::vector<Line>& lines, const std
         auto v = to_int(cells[i]);
         if (!v || *v < 1)
           fail_at(file, l.number, fmt::format("{}: expected a positive integer, got \"{}\"", c, cells[i]));
+        if (c == "gpus" && *v > kMaxRanks)
+          fail_at(file, l.number, fmt::format("gpus: {} out of range 1..{}", *v, kMaxRanks));
         (c == "gpus" ? m.ranks : m.batch_per_gpu) = *v;
       } else {
         auto v = to_double(cells[i]);
         if (!v || *v <= 0)
           fail_at(file, l.number, fmt::format("{}: expected a positive number, got \"{}\"", c, cells[i]));
+        if (c == "step_time_s" && !time_in_range(*v))
+          fail_at(file, l.number,
+                  fmt::format("step_time_s: {} s is outside {}: not a physically meaningful time", cells[i],
+                              kTimeRange));
         (c == "step_time_s" ? m.time_s : m.throughput) = *v;
       }
     }
-    if (m.time_s == 0 && m.batch_per_gpu > 0)
-      m.time_s = static_cast<double>(m.ranks * m.batch_per_gpu) / m.throughput;
+    if (m.time_s == 0 && m.batch_per_gpu > 0) {
+      m.time_s = static_cast<double>(m.ranks) * static_cast<double>(m.batch_per_gpu) / m.throughput;
+      if (!time_in_range(m.time_s))
+        fail_at(
+            file, l.number,
+            fmt::format("throughput_samples_per_s: {} samples/s at {} GPUs x {} per GPU is a step of {:.3g} "
+                        "s, outside {}: not a physically meaningful time",
+                        m.throughput, m.ranks, m.batch_per_gpu, m.time_s, kTimeRange));
+    }
     if (m.time_s > 0) m.reps = {m.time_s};
     out.push_back(m);
   }
@@ -641,6 +777,12 @@ Format detect(const std::string& text, const std::vector<Line>& lines, const std
 
 std::vector<Measurement> read_measurements_text(const std::string& text, const std::string& name,
                                                 const ReaderOptions& options) {
+  if (options.ranks && (*options.ranks < 1 || *options.ranks > kMaxRanks))
+    throw InputError({"--ranks", 0, 0}, "",
+                     fmt::format("rank count {} out of range 1..{}", *options.ranks, kMaxRanks));
+  if (options.ranks_per_node && (*options.ranks_per_node < 1 || *options.ranks_per_node > kMaxRanks))
+    throw InputError({"--ranks-per-node", 0, 0}, "",
+                     fmt::format("rank count {} out of range 1..{}", *options.ranks_per_node, kMaxRanks));
   std::vector<Line> lines = split_lines(text);
   const Format format = detect(text, lines, name);
   // nccl-tests and OSU write lines of a few hundred characters; a much longer one is not their output, and

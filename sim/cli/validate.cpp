@@ -44,6 +44,15 @@ const QuantityRule* rule_for(const std::string& q) {
   return nullptr;
 }
 
+// Why a measured value of quantity `q` cannot be compared (empty when it can): shares are fractions of the
+// time; efficiencies, speed-ups and times are positive (a 0 would make every relative error 0).
+std::string value_problem(const std::string& q, double v) {
+  if (q.rfind("share_", 0) == 0) return v >= 0 && v <= 1 ? "" : "is a share of the time: expected 0 to 1";
+  if (v > 0) return "";
+  if (q.rfind("time_to_train_s", 0) == 0) return "must be a positive number of seconds";
+  return "must be positive";
+}
+
 double simulated(const TrainingResult& r, const std::string& q) {
   if (q.rfind("efficiency", 0) == 0) return r.efficiency;
   if (q == "share_allreduce") return r.busy_allreduce;
@@ -121,7 +130,7 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
     report.notes.push_back(fmt::format("{}: {} sizes, median |busbw error| {:.3f}, max {:.3f} (at {})",
                                        st.label, errors.size(), med, worst,
                                        format_bytes(Bytes{worst_bytes})));
-    if (max_rel >= 0 && med > max_rel) exceeded = true;
+    if (max_rel >= 0 && !(med <= max_rel)) exceeded = true;  // a NaN error fails the bound
   }
   report.notes.push_back("busbw in GB/s: algbw x 2(p-1)/p (nccl-tests' definition); rel_error on busbw");
   if (exceeded) report.notes.push_back("FAILED: a median error exceeds --max-rel-error");
@@ -223,6 +232,9 @@ int validate_command(const std::vector<std::string>& args) {
     if (!std::isfinite(r.value))
       throw InputError({csv.file, csv.lines[i], 1}, "value",
                        fmt::format("a measured value must be a finite number, got \"{}\"", cells[c_v]));
+    if (std::string why = value_problem(r.quantity, r.value); !why.empty())
+      throw InputError({csv.file, csv.lines[i], 1}, "value",
+                       fmt::format("{} {}, got \"{}\"", r.quantity, why, cells[c_v]));
     const int64_t system_nodes = sc.cluster.max_nodes > 0 ? sc.cluster.max_nodes : 1'000'000;
     if (r.gpus > system_nodes * gpn)
       throw InputError({csv.file, csv.lines[i], 1}, "gpus",
@@ -304,7 +316,7 @@ int validate_command(const std::vector<std::string>& args) {
       s.sum += err;
       if (err > s.worst) s.worst = err, s.where = fmt::format("{} {} GPUs", res.strategy, res.gpus);
       double limit = row.rule->relative ? max_rel : max_abs;
-      if (limit >= 0 && err > limit) exceeded = true;
+      if (limit >= 0 && !(err <= limit)) exceeded = true;  // a NaN error fails the bound
     }
   }
   for (const auto& [group, s] : summary)

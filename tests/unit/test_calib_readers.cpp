@@ -228,6 +228,119 @@ TEST(CalibReaders, TruncatedOrGarbledFilesNameFileAndLine) {
   }
 }
 
+// A measurement that would give a NaN, infinite or meaningless rate is refused where it is read, naming the
+// line.
+struct BadText {
+  std::string name, text;
+  int line;
+  std::string fragment;
+};
+
+std::string kernels_json(const std::string& result) {
+  return "{\"tool\":\"ddlsim-kernels\",\"format_version\":1,\"results\":[\n"
+         " {\"algorithm\":\"ring\",\"ranks\":2,\"ranks_per_node\":2,\"nodes\":1,\"servers\":0,\"bytes\":4096,"
+         "\"times_s\":[2e-6],\"check\":\"ok\"},\n " +
+         result + "\n]}\n";
+}
+
+std::string kernels_row(const std::string& placement, const std::string& bytes, const std::string& times) {
+  return "{\"algorithm\":\"ring\"," + placement + ",\"servers\":0,\"bytes\":" + bytes + ",\"times_s\":[" +
+         times + "],\"check\":\"ok\"}";
+}
+
+const std::string kTwo = "\"ranks\":2,\"ranks_per_node\":2,\"nodes\":1";
+
+std::string nccl_text(const std::string& rows) {
+  return "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+         "algbw "
+         "  busbw #wrong\n" +
+         rows + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.01\n";
+}
+
+const std::string kNcclRow8 =
+    "           8             2     float     sum      -1    10.90    0.00    0.00      0    11.06    0.00   "
+    " 0.00      0\n";
+const std::string kNcclRow16 =
+    "          16             4     float     sum      -1    11.06    0.00    0.00      0    10.92    0.00   "
+    " 0.00      0\n";
+const std::string kOsuLatency = "# OSU MPI Latency Test v7.3\n# Size       Avg Latency(us)\n";
+
+TEST(CalibReaders, MeaninglessNumbersAreRefusedWithTheirLine) {
+  const std::vector<BadText> cases = {
+      {"kernels zero bytes", kernels_json(kernels_row(kTwo, "0", "1e-6")), 3,
+       "results[1].bytes: expected a whole number of bytes from 1"},
+      {"kernels bytes over 1 PiB", kernels_json(kernels_row(kTwo, "1e300", "1e-6")), 3, "1 PiB"},
+      {"kernels denormal time", kernels_json(kernels_row(kTwo, "1024", "1e-320")), 3,
+       "outside 1 ns .. 1e6 s"},
+      {"kernels huge time", kernels_json(kernels_row(kTwo, "1024", "2e-6,1e308")), 3,
+       "outside 1 ns .. 1e6 s"},
+      {"kernels ranks 3 on 2 x 1",
+       kernels_json(kernels_row("\"ranks\":3,\"ranks_per_node\":2,\"nodes\":1", "1024", "1e-6")), 3,
+       "inconsistent placement: ranks 3"},
+      {"kernels ranks 2^40",
+       kernels_json(kernels_row("\"ranks\":1099511627776,\"ranks_per_node\":2,\"nodes\":1", "1024", "1e-6")),
+       3, "rank count 1099511627776 out of range 1..1000000"},
+      {"osu garbage after the rows", kOsuLatency + "1 1.06\n2 1.06\ngarbage row here\n", 5,
+       "not a data row: \"garbage row here\""},
+      {"osu negative size", kOsuLatency + "-1 1.06\n2 1.06\n", 3, "size \"-1\" is not a byte count"},
+      {"osu zero size after rows", kOsuLatency + "1 1.06\n0 1.06\n", 4, "size 0 B"},
+      {"osu bandwidth zero size",
+       "# OSU MPI Bandwidth Test v7.3\n# Size      Bandwidth (MB/s)\n0 4.70\n2 9.71\n", 3, "size 0 B"},
+      {"osu denormal latency", kOsuLatency + "1 1e-300\n2 1.06\n", 3,
+       "latency 1e-300 us is outside 1 ns .. 1e6 s"},
+      {"osu absurd bandwidth",
+       "# OSU MPI Bandwidth Test v7.3\n# Size      Bandwidth (MB/s)\n1 1e308\n2 9.71\n", 3,
+       "not a physically meaningful rate"},
+      {"nccl zero size after rows",
+       nccl_text(kNcclRow8 + "           0             0     float     sum      -1    10.90    0.00    0.00  "
+                             "    0    11.06    0.00    0.00      0\n"),
+       4, "size 0 B after larger sizes"},
+      {"nccl garbage between rows", nccl_text(kNcclRow8 + "garbage garbage\n" + kNcclRow16), 4,
+       "not a data row: \"garbage garbage\""},
+      {"nccl garbage before the rows", nccl_text("garbage garbage\n" + kNcclRow8), 3, "not a data row"},
+      {"nccl huge time",
+       nccl_text("           8             2     float     sum      -1    1e308    0.00    0.00      0    "
+                 "11.06    0.00    0.00      0\n"),
+       3, "out-of-place time 1e308 us is outside"},
+      {"steps denormal time", "gpus,step_time_s\n4,1e-320\n", 2, "step_time_s: 1e-320 s is outside"},
+  };
+  for (const BadText& c : cases) {
+    SCOPED_TRACE(c.name);
+    try {
+      read_measurements_text(c.text, "m.txt");
+      ADD_FAILURE() << "expected InputError";
+    } catch (const InputError& e) {
+      std::string what = e.what();
+      EXPECT_EQ(e.where().line, c.line) << what;
+      EXPECT_NE(what.find(c.fragment), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(CalibReaders, WhatRealToolsWriteIsStillRead) {
+  // Uneven nodes: the largest holds ranks_per_node, each other at least one rank.
+  EXPECT_EQ(
+      read_measurements_text(
+          kernels_json(kernels_row("\"ranks\":6,\"ranks_per_node\":4,\"nodes\":3", "1024", "1e-6")), "k.json")
+          .size(),
+      2u);
+  // nccl-tests: leading zero-byte rows (sizes under one element) are skipped; NCCL's log lines may come
+  // between the rows; launcher output after the trailer is not data.
+  const std::string zero =
+      "           0             0     float     sum      -1    10.90    0.00    0.00      0    11.06    0.00 "
+      "   0.00      0\n";
+  std::vector<Measurement> ms = read_measurements_text(
+      nccl_text(zero + kNcclRow8 + "node1:123:456 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n" +
+                kNcclRow16) +
+          "[node1:00123] 1 more process has sent help message help-mpi-btl-openib.txt\n",
+      "n.txt");
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].bytes, 8);
+  EXPECT_EQ(ms[1].line, 6);
+}
+
 TEST(CalibReaders, MissingFile) {
   EXPECT_THROW(read_measurements(bad("no-such-file.json")), InputError);
 }
