@@ -471,7 +471,8 @@ MemoryEstimate MemoryModel::at(int64_t nodes) const {
   double members = scaled(&Count::members, n);  // a collective's members: n times one node's
   const double gpus = n * sc.cluster.gpus_per_node;
   double fan_out = 4;  // a ring's channels, a tree's children, a few transfers
-  if (const auto* ps = std::get_if<PsOptions>(&strategy_.options); ps && ps->sharding == PsSharding::Range)
+  if (const auto* ps = std::get_if<PsOptions>(&strategy_.options);
+      ps && (ps->sharding == PsSharding::Range || ps->sharding == PsSharding::Mxnet))
     fan_out = std::max<double>(fan_out, 2.0 * ps->placement.servers);  // push and pull to every server
   e.flows = gpus * fan_out;
   e.bytes = kBaseBytes + gpus * kBytesPerGpu + e.tasks * kBytesPerTask + edges * kBytesPerEdge +

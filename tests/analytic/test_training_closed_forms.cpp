@@ -427,6 +427,10 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // Range sharding splits every chunk over both: 30 MB each as well. Partition sharding sends every chunk
   // (8 MB at least, cut at layer ends: in backward order the 10, 10, 10 and 30 MB layers, one chunk each)
   // whole to one server, round robin: L = {10 + 10, 10 + 30} = {20, 40} MB -> 320 MB and 640 MB.
+  // MXNet's keys (kvstore_dist.h): a layer of at least bigarray_bound parameters is divided over both, a
+  // smaller one (key k, counted over the layers with parameters) goes whole to server 9973 k mod 2:
+  //   bound 5e6: the 30 MB layer 15 + 15, keys 1, 2, 3 to servers 1, 0, 1 -> L = {25, 35} MB -> 400, 560 MB;
+  //   the default bound 1e6: every layer divided, as range: 480 MB each.
   auto loads = [](const std::string& sharding) {
     std::string text = fmt::format(
         "name: t\n"
@@ -445,7 +449,8 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
     return std::vector<double>{out["server0 > switch"], out["server1 > switch"], out["switch > server0"]};
   };
   std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range"),
-                      partition = loads("partition");
+                      partition = loads("partition"), mxnet = loads("mxnet, bigarray_bound: 5000000"),
+                      mxnet_default = loads("mxnet");
   EXPECT_NEAR(rr[0], 640e6, 1);
   EXPECT_NEAR(rr[1], 320e6, 1);
   EXPECT_NEAR(rr[2], 640e6, 1);
@@ -455,6 +460,11 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   EXPECT_NEAR(range[1], 480e6, 1);
   EXPECT_NEAR(partition[0], 320e6, 1);
   EXPECT_NEAR(partition[1], 640e6, 1);
+  EXPECT_NEAR(mxnet[0], 400e6, 1);
+  EXPECT_NEAR(mxnet[1], 560e6, 1);
+  EXPECT_NEAR(mxnet[2], 400e6, 1);
+  EXPECT_NEAR(mxnet_default[0], 480e6, 1);
+  EXPECT_NEAR(mxnet_default[1], 480e6, 1);
 }
 
 TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {

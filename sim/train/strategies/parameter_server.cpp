@@ -1,6 +1,7 @@
-// Parameter servers: workers push gradient chunks to k server shards (by byte range, or whole layers round
-// robin), servers sum them (sync) or apply each push (async, bounded-staleness ssp), workers pull the
-// updated shards. Servers run on dedicated hosts or on the workers' nodes.
+// Parameter servers: workers push gradient chunks to k server shards (by byte range, whole chunks or whole
+// layers round robin, greedy by size or as MXNet's kvstore places its keys), servers sum them (sync) or apply
+// each push (async, bounded-staleness ssp), workers pull the updated shards. Servers run on dedicated hosts
+// or on the workers' nodes.
 #include <algorithm>
 #include <unordered_map>
 
@@ -14,8 +15,8 @@ class PsStep : public StepBuilder {
  public:
   explicit PsStep(const PsOptions& o) : o_(o) {}
 
-  // Byte ranges and partitions: chunk_size slices; by variable: each layer's gradients are one message to its
-  // own server.
+  // Byte ranges and partitions: chunk_size slices; by variable (and MXNet's keys): each layer's gradients are
+  // one message to its own server, or a slice of it to every server.
   std::vector<Bucket> buckets(const Workload& wl) const override {
     return o_.sharding == PsSharding::Range || o_.sharding == PsSharding::Partition
                ? make_buckets(wl, o_.chunk, o_.chunk)
@@ -135,7 +136,11 @@ class PsStep : public StepBuilder {
         targets.push_back(static_cast<uint32_t>(ch % K));
       } else {
         if (ctx.buckets[ch].bytes <= 0) continue;  // a layer without parameters of its own
-        targets.push_back(variable_server(ctx.workload, ctx.buckets[ch].first_layer));
+        const uint32_t j = variable_server(ctx.workload, ctx.buckets[ch].first_layer);
+        if (j == kAllServers)
+          for (uint32_t s = 0; s < K; ++s) targets.push_back(s);
+        else
+          targets.push_back(j);
       }
       for (uint32_t j : targets) {
         Shard sh{ch,
@@ -231,23 +236,32 @@ class PsStep : public StepBuilder {
     const uint32_t G = o_.local_aggregation ? static_cast<uint32_t>(c.gpus_per_node) : 1;
     return !o_.placement.dedicated && workers <= G ? in_process : c.comm.transports.at(o_.transport);
   }
-  // The server of layer `layer`'s variables: round robin in creation (forward) order, or greedy by bytes.
+  // The server of layer `layer`'s variables, or kAllServers: round robin in creation (forward) order, greedy
+  // by bytes, or as MXNet's kvstore places a key (kvstore_dist.h, EncodeDefaultKey: an array of at least
+  // bigarray_bound elements is divided evenly over all servers, a smaller one goes whole to server
+  // (key * 9973) mod k; the keys are the parameter arrays in creation order, here the layers with
+  // parameters).
+  static constexpr uint32_t kAllServers = UINT32_MAX;
   uint32_t variable_server(const Workload& wl, size_t layer) {
     if (variable_server_.empty()) {
       const uint32_t K = o_.placement.servers;
       std::vector<double> load(K, 0);
       uint32_t next = 0;
+      uint64_t key = 0;
       for (const LayerSpec& l : wl.model.layers) {
         if (l.params <= 0) {
           variable_server_.push_back(0);
           continue;
         }
         uint32_t j = next;
-        if (o_.sharding == PsSharding::Greedy)
+        if (o_.sharding == PsSharding::Mxnet)
+          j = l.params >= o_.bigarray_bound ? kAllServers : static_cast<uint32_t>(key * 9973 % K);
+        else if (o_.sharding == PsSharding::Greedy)
           j = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
         else
           next = (next + 1) % K;
-        load[j] += static_cast<double>(l.params) * wl.gradient_bytes;
+        ++key;
+        if (j != kAllServers) load[j] += static_cast<double>(l.params) * wl.gradient_bytes;
         variable_server_.push_back(j);
       }
     }
@@ -303,12 +317,21 @@ void configure_ps(Strategy& s, const OptionReader& o) {
         ps.sharding = PsSharding::RoundRobin;
       else if (v == "greedy")
         ps.sharding = PsSharding::Greedy;
+      else if (v == "mxnet")
+        ps.sharding = PsSharding::Mxnet;
       else
-        o.fail("sharding", "sharding must be range, partition, round-robin (or layer) or greedy");
+        o.fail("sharding", "sharding must be range, partition, round-robin (or layer), greedy or mxnet");
       if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition && o.has("chunk_size"))
         o.fail("chunk_size",
                "chunk_size slices gradients for sharding: range or partition; by variable, each layer is one "
                "message");
+    }
+    if (o.has("bigarray_bound")) {
+      int64_t v = o.integer("bigarray_bound");
+      if (v < 1) o.fail("bigarray_bound", "bigarray_bound must be a positive number of parameters");
+      if (ps.sharding != PsSharding::Mxnet)
+        o.fail("bigarray_bound", "bigarray_bound applies to sharding: mxnet only");
+      ps.bigarray_bound = v;
     }
     if (o.has("local_aggregation")) ps.local_aggregation = o.boolean("local_aggregation");
     if (o.has("global_barrier")) {

@@ -59,7 +59,7 @@ enum class PsMode : uint8_t { Sync, Async, Ssp };
 // parameters) whole to one server, as TensorFlow places variables on PS tasks: `RoundRobin` in creation
 // order (replica_device_setter's default), `Greedy` to the server with the fewest bytes so far
 // (GreedyLoadBalancingStrategy with byte sizes).
-enum class PsSharding : uint8_t { Range, Partition, RoundRobin, Greedy };
+enum class PsSharding : uint8_t { Range, Partition, RoundRobin, Greedy, Mxnet };
 
 struct PsOptions {
   ServerPlacement placement;
@@ -67,6 +67,9 @@ struct PsOptions {
   int staleness = 0;  // ssp: a worker may run this many steps ahead of the slowest
   double chunk = 8e6;
   PsSharding sharding = PsSharding::Range;
+  // sharding: mxnet: a layer of at least this many parameters is sliced over all servers, a smaller one goes
+  // whole to one (MXNet's kvstore, MXNET_KVSTORE_BIGARRAY_BOUND: 1000 * 1000 by default).
+  int64_t bigarray_bound = 1'000'000;
   std::string transport = "ideal";  // a host transport of the cluster's comm model
   Where transport_where;
   int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
