@@ -5,6 +5,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/net/cluster.hpp"
 
 namespace ddlsim::cli {
 
@@ -123,6 +124,12 @@ ReaderOptions layout_options(const Args& a) {
   if (auto v = count_option(a, "ranks", 1)) ro.ranks = *v;
   if (auto v = count_option(a, "ranks-per-node", 1)) ro.ranks_per_node = *v;
   return ro;
+}
+
+std::vector<std::string> bandwidth_notes(const ClusterConfig& config, const std::vector<int64_t>& counts) {
+  if (counts.empty()) return {};
+  const int64_t nodes = std::min<int64_t>(2, *std::max_element(counts.begin(), counts.end()));
+  return unreachable_bandwidths(build_cluster(config, nodes));
 }
 
 int jobs_option(const Args& a) {

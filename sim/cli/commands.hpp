@@ -10,6 +10,7 @@
 
 #include "sim/calib/readers.hpp"
 #include "sim/io/output.hpp"
+#include "sim/net/cluster.hpp"
 
 namespace ddlsim::cli {
 
@@ -59,6 +60,11 @@ void add_layout_options(po::options_description& options);
 ReaderOptions layout_options(const Args& a);
 // An integer option that must be at least `lo`, or nullopt when not given.
 std::optional<int64_t> count_option(const Args& a, const char* key, int64_t lo);
+
+// A note per comm bandwidth the cluster's routes cannot carry (unreachable_bandwidths), on the cluster built
+// at min(2, the largest of `counts`) nodes: routes inside a node and across nodes are the same at every
+// count. (Taken before the runs: an interrupt during them leaves the cluster unbuilt.)
+std::vector<std::string> bandwidth_notes(const ClusterConfig& config, const std::vector<int64_t>& counts);
 
 int run_command(const std::vector<std::string>& args);
 int sweep_command(const std::vector<std::string>& args);

@@ -129,6 +129,8 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
                                    : training_record(TrainingResult{}, has_parameter_server(sc), stats);
     stream.emplace(stream_path, columns, resume);
   }
+  const std::vector<std::string> unreachable =
+      sc.jobs.empty() && links == 0 ? bandwidth_notes(sc.cluster, counts) : std::vector<std::string>{};
   auto done_before = [&](const std::string& strategy, int64_t n) {
     return stream && stream->has(strategy, n);
   };
@@ -195,6 +197,7 @@ int run_scenario(const std::string& path, const Args& a, const std::vector<int64
       report = run_training_report(sc, counts, topts, stats);
     }
   }
+  report.notes.insert(report.notes.end(), unreachable.begin(), unreachable.end());
   if (stream && stream->kept() > 0)
     report.notes.push_back(
         fmt::format("resumed: {} rows were in {} already (not run again, not shown here); "

@@ -102,6 +102,9 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
                           "simulated_us", "measured_busbw", "simulated_busbw", "rel_error",
                           "algorithm",    "protocol"};
   EngineOptions options{!a.has("no-fast")};
+  std::vector<int64_t> counts;
+  for (const Measurement& m : runs) counts.push_back(m.nodes);
+  const std::vector<std::string> unreachable = bandwidth_notes(sc.cluster, counts);
   bool exceeded = false;
   for (const Strategy& st : sc.strategies) {
     std::vector<double> errors;
@@ -133,6 +136,7 @@ int validate_collective(const Scenario& sc, const Args& a, const std::string& me
     if (max_rel >= 0 && !(med <= max_rel)) exceeded = true;  // a NaN error fails the bound
   }
   report.notes.push_back("busbw in GB/s: algbw x 2(p-1)/p (nccl-tests' definition); rel_error on busbw");
+  report.notes.insert(report.notes.end(), unreachable.begin(), unreachable.end());
   if (exceeded) report.notes.push_back("FAILED: a median error exceeds --max-rel-error");
   write_report(std::cout, a.format, report);
   return exceeded ? 1 : 0;
@@ -261,6 +265,7 @@ int validate_command(const std::vector<std::string>& args) {
   topts.engine.fast_collectives = !a.has("no-fast");
   topts.jobs = jobs_option(a);
   std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
+  const std::vector<std::string> unreachable = bandwidth_notes(sc.cluster, counts);
   std::vector<TrainingResult> results;
   {
     ProgressBar bar(sc.name);
@@ -331,6 +336,7 @@ int validate_command(const std::vector<std::string>& args) {
   if (skipped > 0)
     report.notes.push_back(fmt::format(
         "{} matching rows skipped (quantity not simulated or GPU count not a whole node)", skipped));
+  report.notes.insert(report.notes.end(), unreachable.begin(), unreachable.end());
   if (exceeded) report.notes.push_back("FAILED: an error exceeds --max-error / --max-rel-error");
   write_report(std::cout, a.format, report);
   return exceeded ? 1 : 0;

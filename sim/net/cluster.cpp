@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sim/core/interrupt.hpp"
@@ -32,6 +33,36 @@ MessageCost intra_node_cost(const Cluster& c, double bytes) {
 MessageCost inter_node_cost(const Cluster& c, double bytes) {
   return c.nodes < 2 ? MessageCost{}
                      : message_cost(c, static_cast<size_t>(c.gpus_per_node), c.comm.inter, bytes);
+}
+
+std::vector<std::string> unreachable_bandwidths(const Cluster& c) {
+  std::vector<std::string> notes;
+  auto check = [&](const char* key, const CommClass& cls, size_t other) {
+    if (other >= c.gpus.size()) return;
+    double previous = 0;  // the range's smallest message: just above the previous range's bound
+    for (const CommRange& r : cls.ranges) {
+      // The flow's rate without the bound: the route bottleneck x efficiency (message_cost, unbounded).
+      CommClass unbounded;
+      unbounded.ranges = {r};
+      unbounded.ranges[0].bandwidth = 0;
+      const double route = message_cost(c, other, unbounded, 0).rate;
+      if (r.bandwidth > route * 1.01)  // (a fit at the link rate itself is no news)
+        notes.push_back(fmt::format(
+            "comm.{}: {} for messages {} exceeds the {} one flow reaches on the route (bottleneck x "
+            "efficiency "
+            "{:g}), and flows run at that; a rate fitted where the library beat one flow (NVLS or SHARP "
+            "reduction in the switch, several channels) replays only with that algorithm",
+            key, format_rate(Rate{r.bandwidth}),
+            !std::isinf(r.max_bytes) ? fmt::format("up to {}", format_bytes(Bytes{r.max_bytes}))
+            : previous > 0           ? fmt::format("over {}", format_bytes(Bytes{previous}))
+                                     : std::string("of every size"),
+            format_rate(Rate{route}), r.efficiency));
+      previous = r.max_bytes;
+    }
+  };
+  if (c.gpus_per_node > 1) check("intra", c.comm.intra, 1);
+  if (c.nodes > 1) check("inter", c.comm.inter, static_cast<size_t>(c.gpus_per_node));
+  return notes;
 }
 
 Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHosts& servers) {

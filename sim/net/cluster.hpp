@@ -75,4 +75,10 @@ MessageCost inter_node_cost(const Cluster& c, double bytes);
 // The same inside a node (GPU 0 to GPU 1 of node 0); {0, 0} with one GPU per node.
 MessageCost intra_node_cost(const Cluster& c, double bytes);
 
+// One note per message-size range of comm.intra / comm.inter whose bandwidth bound exceeds what one flow
+// reaches on the cluster's route (its bottleneck link x the range's efficiency): the simulation runs such
+// flows at that route rate, so a rate fitted where the library beat one flow (in-switch reduction, several
+// channels) does not replay as given. Empty when every bound fits.
+std::vector<std::string> unreachable_bandwidths(const Cluster& c);
+
 }  // namespace ddlsim
