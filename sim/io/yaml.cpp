@@ -334,7 +334,7 @@ const std::string& YamlNode::file() const {
 }
 
 // A value that came from --set has no place in the file: errors about it name the flag instead.
-bool YamlNode::from_override(const std::string& key_path) const {
+bool YamlNode::from_override(const std::string& key_path, bool maps_to_it) const {
   // Key paths write list elements as a[1].b, overrides as a.1.b.
   std::string path;
   for (char c : key_path)
@@ -343,9 +343,11 @@ bool YamlNode::from_override(const std::string& key_path) const {
     else if (c != ']')
       path += c;
   const Impl& root = impl_->root ? *impl_->root : *impl_;
+  auto under = [](const std::string& a, const std::string& b) {  // a is b or inside it
+    return a == b || (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '.');
+  };
   for (const std::string& k : root.overridden)
-    if (path == k || (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '.'))
-      return true;
+    if (under(path, k) || (maps_to_it && under(k, path))) return true;
   return false;
 }
 
@@ -424,8 +426,8 @@ void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
     std::string hint = did_you_mean(key, allowed);
     YAML::Mark m = it->first.Mark();
     std::string path = join_path(path_, key);
-    SourceLocation where = from_override(path) ? SourceLocation{"--set", 0, 0}
-                                               : SourceLocation{impl_->file, m.line + 1, m.column + 1};
+    SourceLocation where = from_override(path, true) ? SourceLocation{"--set", 0, 0}
+                                                     : SourceLocation{impl_->file, m.line + 1, m.column + 1};
     throw InputError(where, path,
                      hint.empty() ? "unknown key" : fmt::format("unknown key (did you mean \"{}\"?)", hint));
   }

@@ -75,7 +75,10 @@ class YamlNode {
 
  private:
   YamlNode(std::shared_ptr<Impl> impl, std::string path) : impl_(std::move(impl)), path_(std::move(path)) {}
-  bool from_override(const std::string& path) const;
+  // Whether the value at `path` came from --set (it is, or is inside, an overridden key); with `maps_to_it`,
+  // also when an overridden key lies inside it (--set a.b.c=1 makes the maps a and a.b: an unknown key a is
+  // the flag's).
+  bool from_override(const std::string& path, bool maps_to_it = false) const;
   std::shared_ptr<Impl> impl_;
   std::string path_;
 };
