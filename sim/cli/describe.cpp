@@ -76,6 +76,7 @@ int describe_command(const std::vector<std::string>& args) {
                                r.efficiency);
     }
   }
+  for (const std::string& note : unreachable_bandwidths(c)) std::cout << "  note: " << note << "\n";
   if (c.comm.goodput_inter < 1)
     std::cout << fmt::format(
         "  fabric links carry {:g} of their line rate (goodput_inter; rates above include it)\n",
