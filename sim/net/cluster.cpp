@@ -60,7 +60,9 @@ std::vector<std::string> unreachable_bandwidths(const Cluster& c) {
       previous = r.max_bytes;
     }
   };
-  if (c.gpus_per_node > 1) check("intra", c.comm.intra, 1);
+  // (Without a node interior every GPU is a host of its own, and no message is intra-node.)
+  if (c.gpus.size() > 1 && c.topo.vertex(c.gpus[0]).node == c.topo.vertex(c.gpus[1]).node)
+    check("intra", c.comm.intra, 1);
   if (c.nodes > 1) check("inter", c.comm.inter, static_cast<size_t>(c.gpus_per_node));
   return notes;
 }
