@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       ps_case(juwels, std::stoll(argv[2]), argc > 3 ? argv[3] : "range");
       return 0;
     }
-    ps_case(juwels, 256, "partition");
+    for (int64_t nodes : {64, 256}) ps_case(juwels, nodes, "partition");
     for (int64_t nodes : {16, 32}) ps_case(juwels, nodes, "range");
     return 0;
   }
