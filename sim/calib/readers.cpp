@@ -275,6 +275,7 @@ class NcclReader {
     static const std::regex kTest(R"(Collective test starting:\s*(\S+))");
     std::map<int64_t, std::string> rank_host;
     std::map<int64_t, int> rank_line;
+    std::map<double, int> size_line;  // one row per size in a run
     int64_t threads = 0, gpus = 0;
     bool trailer = false;
     struct Row {
@@ -378,6 +379,10 @@ class NcclReader {
         fail_at(file_, l.number,
                 fmt::format("out-of-place time {} us is outside {}: not a physically meaningful time",
                             cells[col_time_], kTimeRange));
+      if (auto [it, fresh] = size_line.try_emplace(r.bytes, l.number); !fresh)
+        fail_at(file_, l.number,
+                fmt::format("size {} B again (line {}): a file holds one run, each size once", *size,
+                            it->second));
       rows.push_back(r);
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
@@ -505,6 +510,7 @@ class OsuReader {
     int header_line = 0;
     std::vector<Measurement> out;
     bool skipped_zero = false;
+    std::map<double, int> size_line;  // one row per size in a run
     // The first line after the header that is no data row, while no row is read yet.
     const Line* pending = nullptr;
     for (const Line& l : lines_) {
@@ -568,6 +574,10 @@ class OsuReader {
                                   cells[1], m.time_s, *size, kTimeRange)
                     : fmt::format("latency {} us is outside {}: not a physically meaningful time", cells[1],
                                   kTimeRange));
+      if (auto [it, fresh] = size_line.try_emplace(m.bytes, l.number); !fresh)
+        fail_at(file_, l.number,
+                fmt::format("size {} B again (line {}): a file holds one run, each size once", *size,
+                            it->second));
       out.push_back(std::move(m));
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
