@@ -101,6 +101,14 @@ constexpr double kMinTime = 1e-9, kMaxTime = 1e6;
 constexpr const char* kTimeRange = "1 ns .. 1e6 s";
 constexpr int64_t kMaxRanks = 1'000'000;
 
+// A run measures each size once: a size already in `seen` (size -> line) is refused at `line`.
+void once_per_run(std::map<double, int>& seen, double bytes, const std::string& file, int line) {
+  if (auto [it, fresh] = seen.try_emplace(bytes, line); !fresh)
+    fail_at(
+        file, line,
+        fmt::format("size {} B again (line {}): a file holds one run, each size once", bytes, it->second));
+}
+
 bool time_in_range(double t) {
   return t >= kMinTime && t <= kMaxTime;
 }
@@ -275,7 +283,7 @@ class NcclReader {
     static const std::regex kTest(R"(Collective test starting:\s*(\S+))");
     std::map<int64_t, std::string> rank_host;
     std::map<int64_t, int> rank_line;
-    std::map<double, int> size_line;  // one row per size in a run
+    std::map<double, int> size_line;  // size -> its row's line
     int64_t threads = 0, gpus = 0;
     bool trailer = false;
     struct Row {
@@ -379,10 +387,7 @@ class NcclReader {
         fail_at(file_, l.number,
                 fmt::format("out-of-place time {} us is outside {}: not a physically meaningful time",
                             cells[col_time_], kTimeRange));
-      if (auto [it, fresh] = size_line.try_emplace(r.bytes, l.number); !fresh)
-        fail_at(file_, l.number,
-                fmt::format("size {} B again (line {}): a file holds one run, each size once", *size,
-                            it->second));
+      once_per_run(size_line, r.bytes, file_, l.number);
       rows.push_back(r);
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
@@ -510,7 +515,7 @@ class OsuReader {
     int header_line = 0;
     std::vector<Measurement> out;
     bool skipped_zero = false;
-    std::map<double, int> size_line;  // one row per size in a run
+    std::map<double, int> size_line;  // size -> its row's line
     // The first line after the header that is no data row, while no row is read yet.
     const Line* pending = nullptr;
     for (const Line& l : lines_) {
@@ -574,10 +579,7 @@ class OsuReader {
                                   cells[1], m.time_s, *size, kTimeRange)
                     : fmt::format("latency {} us is outside {}: not a physically meaningful time", cells[1],
                                   kTimeRange));
-      if (auto [it, fresh] = size_line.try_emplace(m.bytes, l.number); !fresh)
-        fail_at(file_, l.number,
-                fmt::format("size {} B again (line {}): a file holds one run, each size once", *size,
-                            it->second));
+      once_per_run(size_line, m.bytes, file_, l.number);
       out.push_back(std::move(m));
     }
     int last = lines_.empty() ? 1 : lines_.back().number;
