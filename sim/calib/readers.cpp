@@ -512,6 +512,7 @@ class OsuReader {
     std::string test;
     int title_line = 0;
     size_t columns = 0;
+    size_t iterations_column = 0;  // 0: none
     int header_line = 0;
     std::vector<Measurement> out;
     bool skipped_zero = false;
@@ -533,6 +534,7 @@ class OsuReader {
             fail_at(file_, l.number,
                     "column header before the \"# OSU MPI ... Test\" title line (expected the title first)");
           columns = header_columns(body);
+          iterations_column = column_index(body, "Iterations");
           header_line = l.number;
           check_header(body, l.number);
         }
@@ -560,6 +562,19 @@ class OsuReader {
         fail_at(file_, l.number, fmt::format("size {} B is over the limit of 1 PiB (2^50 B)", *size));
       if (!value || *value <= 0)
         fail_at(file_, l.number, fmt::format("{} \"{}\" is not a positive number", value_name(), cells[1]));
+      // The other columns (minimum and maximum latency, iterations) are not used, but a row whose cells are
+      // not what OMB writes is no row of its.
+      for (size_t c = 2; c < cells.size(); ++c) {
+        auto x = to_double(cells[c]);
+        if (c == iterations_column) {
+          auto n = to_int(cells[c]);
+          if (!n || *n <= 0)
+            fail_at(file_, l.number, fmt::format("iterations \"{}\" is not a positive count", cells[c]));
+        } else if (!x || *x < 0) {
+          fail_at(file_, l.number,
+                  fmt::format("column {} \"{}\" is not a non-negative number", c + 1, cells[c]));
+        }
+      }
       if (*size == 0) {
         // osu_latency starts at 0 B (no per-byte information: skipped); nothing else writes a 0-byte row.
         if (kind_ == MeasurementKind::PingPong && out.empty() && !skipped_zero) {
@@ -611,13 +626,21 @@ class OsuReader {
 
   // Columns are separated by two or more spaces ("Avg Latency(us)" is one column); old versions used one
   // space between two columns, so never fewer than two.
-  static size_t header_columns(const std::string& body) {
+  static std::vector<std::string> header_cells(const std::string& body) {
     static const std::regex kGap(R"(\s{2,})");
-    std::sregex_token_iterator it(body.begin(), body.end(), kGap, -1), end;
-    size_t n = 0;
-    for (; it != end; ++it)
-      if (!trim(*it).empty()) ++n;
-    return std::max<size_t>(n, 2);
+    std::vector<std::string> cells;
+    for (std::sregex_token_iterator it(body.begin(), body.end(), kGap, -1), end; it != end; ++it)
+      if (std::string c = trim(*it); !c.empty()) cells.push_back(std::move(c));
+    return cells;
+  }
+  static size_t header_columns(const std::string& body) {
+    return std::max<size_t>(header_cells(body).size(), 2);
+  }
+  // The index of the column named `name` (0: no such column; the size is column 0).
+  static size_t column_index(const std::string& body, const std::string& name) {
+    std::vector<std::string> cells = header_cells(body);
+    auto it = std::find(cells.begin(), cells.end(), name);
+    return it == cells.end() ? 0 : static_cast<size_t>(it - cells.begin());
   }
 
   void check_header(const std::string& body, int line) const {
