@@ -82,7 +82,9 @@ int crossover_command(const std::vector<std::string>& args) {
       // The same PS strategy with k servers.
       if (k > 65536) throw InputError({"--servers", 0, 0}, "", "servers must be between 1 and 65536");
       Strategy with_k = ps_spec;
-      std::get<PsOptions>(with_k.options).placement.servers = static_cast<uint32_t>(k);
+      ServerPlacement& placement = std::get<PsOptions>(with_k.options).placement;
+      placement.servers = static_cast<uint32_t>(k);
+      placement.per_node = false;
       double t = strategy_time(sc, with_k, n);
       if (t < best) best = t, best_k = k;
       if (t <= t_ring) {

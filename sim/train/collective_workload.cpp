@@ -118,7 +118,7 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   shape.algorithm = algo;
   shape.ranks = p;
   shape.ranks_per_node = static_cast<uint32_t>(cluster.gpus_per_node);
-  shape.servers = placement.servers;
+  shape.servers = placement.count(cluster.cpus.size());
   shape.bytes = workload.bytes;
   shape.inter_node = ar ? ar->inter_node : Algorithm::Ring;
   CollectiveTask task;
@@ -139,7 +139,7 @@ CollectiveResult run_once(const ClusterConfig& config, const CollectiveWorkload&
   if (ps) {
     task.first_server = p;
     task.reduce_on_cpu_for_servers = true;
-    for (uint32_t j = 0; j < placement.servers; ++j)
+    for (uint32_t j = 0; j < shape.servers; ++j)
       task.members.push_back(placement.dedicated ? cluster.servers[j]
                                                  : cluster.cpus[j % cluster.cpus.size()]);
   }

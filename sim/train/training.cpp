@@ -473,7 +473,7 @@ MemoryEstimate MemoryModel::at(int64_t nodes) const {
   double fan_out = 4;  // a ring's channels, a tree's children, a few transfers
   if (const auto* ps = std::get_if<PsOptions>(&strategy_.options);
       ps && (ps->sharding == PsSharding::Range || ps->sharding == PsSharding::Mxnet))
-    fan_out = std::max<double>(fan_out, 2.0 * ps->placement.servers);  // push and pull to every server
+    fan_out = std::max<double>(fan_out, 2.0 * ps->placement.count(static_cast<size_t>(nodes)));  // push, pull
   e.flows = gpus * fan_out;
   e.bytes = kBaseBytes + gpus * kBytesPerGpu + e.tasks * kBytesPerTask + edges * kBytesPerEdge +
             members * kBytesPerMember + e.flows * kBytesPerFlow;

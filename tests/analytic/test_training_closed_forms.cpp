@@ -513,6 +513,25 @@ TEST(TrainingClosedForm, ShardingByVariableSendsEachLayerToItsServer) {
   EXPECT_DOUBLE_EQ(range.ps_max_server_bytes, 4 * 2e6);  // 8 MB sliced in 4 ranges of 2 MB
 }
 
+// `servers: per-node` puts one colocated server on every node at each node count N. The four layers' n = 40
+// MB of gradients, range-sharded, go in every chunk to all k servers: each receives p·n/k per step from the
+// p = N workers (one GPU per node), so with k = N every node's server takes n = 4e7 bytes at every N, and
+// the run equals `servers: N` to the picosecond. A fixed `servers: 4` on N = 8 nodes loads only nodes 0-3,
+// each with p·n/4 = 8e7 bytes.
+TEST(TrainingClosedForm, PerNodeServersPutOneOnEveryNode) {
+  for (int nodes : {1, 2, 4, 8}) {
+    SCOPED_TRACE(nodes);
+    TrainingResult per_node = run("[{name: ps, servers: per-node, placement: colocated}]", "", nodes);
+    TrainingResult same =
+        run(fmt::format("[{{name: ps, servers: {}, placement: colocated}}]", nodes), "", nodes);
+    EXPECT_DOUBLE_EQ(per_node.ps_max_server_bytes, 4e7);
+    EXPECT_DOUBLE_EQ(per_node.ps_mean_server_bytes, 4e7);
+    EXPECT_EQ(per_node.step_time_s, same.step_time_s);
+  }
+  TrainingResult four = run("[{name: ps, servers: 4, placement: colocated}]", "", 8);
+  EXPECT_DOUBLE_EQ(four.ps_max_server_bytes, 8e7);
+}
+
 // The memory estimate counts tasks from one-node graphs of 2 and 3 steps: a worker's tasks are
 // T(n, S) = n (W(2) - 2 d + S d) with d = W(3) - W(2), the tasks of no worker (collectives) the same without
 // n. Data-parallel graphs repeat per worker and per step, so at 4 and 8 nodes and 7 steps that is the real

@@ -36,7 +36,9 @@ class PsStep : public StepBuilder {
   void build_step(StepContext& ctx) override {
     TaskGraph& g = ctx.graph;
     const Cluster& c = ctx.cluster;
-    const uint32_t p = ctx.workers, K = o_.placement.servers;
+    const uint32_t p = ctx.workers;
+    if (K_ == 0) K_ = o_.placement.count(c.cpus.size());
+    const uint32_t K = K_;
     const int k = ctx.step;
     const bool sync = o_.mode == PsMode::Sync;
     const HostTransport& transport = host_transport(c, p);
@@ -206,7 +208,7 @@ class PsStep : public StepBuilder {
   // with colocated servers: its servers share it, as they share its memory bandwidth); and, when the
   // transport spends host CPU, each host's cores (worker nodes; dedicated server hosts).
   void add_resources(TaskGraph& g, const Cluster& c, const HostTransport& transport) {
-    const uint32_t K = o_.placement.servers;
+    const uint32_t K = K_;
     const uint32_t unlimited = 1u << 30;
     auto cores = [&](int n) { return n > 0 ? static_cast<uint32_t>(n) : unlimited; };
     std::vector<uint32_t> host_acc;
@@ -244,7 +246,7 @@ class PsStep : public StepBuilder {
   static constexpr uint32_t kAllServers = UINT32_MAX;
   uint32_t variable_server(const Workload& wl, size_t layer) {
     if (variable_server_.empty()) {
-      const uint32_t K = o_.placement.servers;
+      const uint32_t K = K_;
       std::vector<double> load(K, 0);
       uint32_t next = 0;
       uint64_t key = 0;
@@ -272,6 +274,7 @@ class PsStep : public StepBuilder {
   }
 
   PsOptions o_;
+  uint32_t K_ = 0;                        // servers (at the first step: their count on this cluster)
   std::vector<uint32_t> accumulator_;     // per host holding servers
   std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
   std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)

@@ -95,15 +95,21 @@ ServerPlacement parse_server_placement(const OptionReader& o) {
   ServerPlacement sp;
   if (o.name_only()) return sp;
   if (o.has("servers")) {
-    int64_t v = o.integer("servers");
-    if (v < 1 || v > 65536) o.fail("servers", "servers must be between 1 and 65536");
-    sp.servers = static_cast<uint32_t>(v);
+    if (o.text("servers") == "per-node") {
+      sp.per_node = true;
+    } else {
+      int64_t v = o.integer("servers");
+      if (v < 1 || v > 65536) o.fail("servers", "servers must be between 1 and 65536, or per-node");
+      sp.servers = static_cast<uint32_t>(v);
+    }
   }
   if (o.has("placement")) {
     std::string v = o.text("placement");
     if (v != "dedicated" && v != "colocated") o.fail("placement", "placement must be dedicated or colocated");
     sp.dedicated = v == "dedicated";
   }
+  if (sp.per_node && sp.dedicated)
+    o.fail("servers", "servers: per-node puts one server on every node: it needs placement: colocated");
   if (o.has("link")) {
     if (!sp.dedicated)
       o.fail("link", "link is the cable of a dedicated server; a colocated server uses its node's NIC");

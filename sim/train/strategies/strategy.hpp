@@ -47,7 +47,10 @@ struct ServerPlacement {
   uint32_t servers = 1;
   bool dedicated = true;
   std::optional<LinkSpec> link;
+  bool per_node = false;  // colocated, `servers: per-node`: one server on every node, whatever the node count
   ServerHosts hosts() const { return dedicated ? ServerHosts{servers, link} : ServerHosts{}; }
+  // The servers of a run on `nodes` nodes.
+  uint32_t count(size_t nodes) const { return per_node ? static_cast<uint32_t>(nodes) : servers; }
 };
 // Reads `servers`, `placement` and `link` (shared by training and collective workloads).
 ServerPlacement parse_server_placement(const OptionReader& options);
