@@ -5,6 +5,7 @@
 // within ±0.08, the orderings the paper reports, and the 4-to-1024-GPU runtime ratio. Points the model does
 // not reproduce are listed (and checked to still miss, so a fix shows up) in KnownMisses. ctest runs these
 // tests as one entry (tests/CMakeLists.txt): they share the scenario runs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -267,12 +268,11 @@ TEST(HorovodReadme, TensorFlowParameterServersLoseWithTheWorkerCount) {
                         {"horovod_readme_40gbe.csv", 16, "vgg16", 149.6}};
   std::map<int, double> vgg;  // GPUs -> simulated efficiency
   for (const Case& c : cases) {
-    std::string cmd =
-        "validate '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/horovod-guide-128gpu.yaml' " +
-        "--measured '" + DDLSIM_SOURCE_DIR + "/scenarios/measured/" + c.csv +
-        "' --format csv --set 'cluster.nodes=[" + std::to_string(c.nodes) + "]'" +
-        " --set strategies.1.servers=" + std::to_string(c.nodes) + " --set workload.model=" + c.model +
-        " --set workload.compute.samples_per_s=" + std::to_string(c.samples_per_s);
+    std::string cmd = "validate '" + std::string(DDLSIM_SOURCE_DIR) +
+                      "/scenarios/horovod-guide-128gpu.yaml' " + "--measured '" + DDLSIM_SOURCE_DIR +
+                      "/scenarios/measured/" + c.csv + "' --format csv --set 'cluster.nodes=[" +
+                      std::to_string(c.nodes) + "]'" + " --set workload.model=" + c.model +
+                      " --set workload.compute.samples_per_s=" + std::to_string(c.samples_per_s);
     if (c.nodes == 16)  // the 40 GbE cluster: ethernet-25g's fat-tree at 40 Gb/s
       cmd +=
           " --set 'cluster.network={kind: fat-tree, levels: 2, hosts_per_leaf: 32, oversubscription: "
@@ -293,4 +293,62 @@ TEST(HorovodReadme, TensorFlowParameterServersLoseWithTheWorkerCount) {
   ASSERT_EQ(vgg.size(), 2u);
   EXPECT_GT(vgg[16] / vgg[64], 3.0);
   EXPECT_LT(vgg[16] / vgg[64], 4.0);
+}
+
+TEST(TfBenchmarksEc2K80, TensorFlowParameterServersOnTenGigabitEthernet) {
+  // TensorFlow's own benchmarks of May 2017 (scenarios/measured/tf_benchmarks_ec2_k80.csv):
+  // distributed_replicated parameter servers on 1-8 p2.8xlarge instances of 8 K80s over 10 GbE, one PS per
+  // instance except at 8 instances (InceptionV3 6, ResNet-152 4). On slow K80s the model hides nearly all
+  // communication behind compute (0.98-0.996 where 0.82-0.97 was measured), and ResNet-152 on 64 GPUs is
+  // bound by its busiest PS's sending thread: every point within 0.25, the misses documented in the scenario.
+  struct Model {
+    const char* name;
+    double samples_per_s;
+    int batch;
+    int servers_at_8;
+  };
+  const Model models[] = {
+      {"inception_v3", 29.7, 64, 6}, {"resnet50", 52.4, 64, 8}, {"resnet152", 19.4, 32, 4}};
+  const std::string scenario = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/tf-benchmarks-ec2-k80.yaml";
+  std::map<std::string, double> error;  // model/gpus -> |simulated - measured|
+  for (const Model& m : models) {
+    const std::string sets = fmt::format(
+        " --set workload.model={} --set workload.compute.samples_per_s={}"
+        " --set workload.batch_per_gpu={}",
+        m.name, m.samples_per_s, m.batch);
+    for (int servers : {0, m.servers_at_8}) {  // per node (1, 2 and 4 instances); the page's count at 8
+      std::string cmd = "validate '" + scenario + "' --measured '" + DDLSIM_SOURCE_DIR +
+                        "/scenarios/measured/tf_benchmarks_ec2_k80.csv' --format csv" + sets;
+      if (servers > 0) cmd += " --set strategies.0.servers=" + std::to_string(servers);
+      auto o = ddlsim_test::run_ddlsim(cmd);
+      ASSERT_EQ(o.status, 0) << cmd << "\n" << o.out;
+      CsvTable t = parse_csv(o.out, "validate output");
+      for (const auto& row : t.rows) {
+        int gpus = std::stoi(row[t.column("gpus")]);
+        if ((servers > 0) != (gpus == 64)) continue;
+        double sim = std::stod(row[t.column("simulated")]), measured = std::stod(row[t.column("measured")]);
+        error[fmt::format("{}/{}", m.name, gpus)] = std::abs(sim - measured);
+        EXPECT_NEAR(sim, measured, 0.25) << m.name << " on " << gpus << " GPUs";
+      }
+    }
+  }
+  EXPECT_EQ(error.size(), 12u);
+  // Checked to still miss, so that a model change that explains these is noticed: ResNet-50 on 64 GPUs (0.99
+  // simulated vs 0.82) and ResNet-152 on 64 (0.59 vs 0.79).
+  EXPECT_GT(error["resnet50/64"], 0.1);
+  EXPECT_GT(error["resnet152/64"], 0.1);
+  // ResNet-152 on 64 GPUs: 4 PS hold 240 MB of variables, round robin; the busiest sends its share to each of
+  // the 8 workers per step, one tensor at a time through its sending thread at 0.24 GB/s, so a step takes at
+  // least its bytes / 0.24 GB/s (2.16 s; measured: 32 / 19.4 / 0.790 = 2.09 s a step).
+  auto o =
+      ddlsim_test::run_ddlsim("run '" + scenario + "' --format csv --set 'cluster.nodes=[8]'" +
+                              " --set workload.model=resnet152 --set workload.compute.samples_per_s=19.4" +
+                              " --set workload.batch_per_gpu=32 --set strategies.0.servers=4");
+  ASSERT_EQ(o.status, 0) << o.out;
+  CsvTable t = parse_csv(o.out, "run output");
+  ASSERT_EQ(t.rows.size(), 1u);
+  double bytes = std::stod(t.rows[0][t.column("ps.max_server_bytes_per_step")]);
+  double step = std::stod(t.rows[0][t.column("step_time_s")]);
+  EXPECT_NEAR(bytes / 0.24e9, 2.16, 0.01);
+  EXPECT_GE(step, bytes / 0.24e9);
 }
