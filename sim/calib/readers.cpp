@@ -562,15 +562,14 @@ class OsuReader {
         fail_at(file_, l.number, fmt::format("size {} B is over the limit of 1 PiB (2^50 B)", *size));
       if (!value || *value <= 0)
         fail_at(file_, l.number, fmt::format("{} \"{}\" is not a positive number", value_name(), cells[1]));
-      // The other columns (minimum and maximum latency, iterations) are not used, but a row whose cells are
-      // not what OMB writes is no row of its.
+      // The other columns (minimum and maximum latency, iterations) are not used, but OMB writes numbers
+      // there: a row with anything else is not its output.
       for (size_t c = 2; c < cells.size(); ++c) {
-        auto x = to_double(cells[c]);
         if (c == iterations_column) {
           auto n = to_int(cells[c]);
           if (!n || *n <= 0)
             fail_at(file_, l.number, fmt::format("iterations \"{}\" is not a positive count", cells[c]));
-        } else if (!x || *x < 0) {
+        } else if (auto x = to_double(cells[c]); !x || *x < 0) {
           fail_at(file_, l.number,
                   fmt::format("column {} \"{}\" is not a non-negative number", c + 1, cells[c]));
         }
