@@ -1,8 +1,10 @@
 #include "sim/calib/replay.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/calib/calibration.hpp"
 #include "sim/core/error.hpp"
@@ -243,11 +245,60 @@ ReplayResult replay_on_cluster(const Measurement& m, const ClusterConfig& cluste
 
 namespace {
 
-// The notes of a fit through `cluster`: the fit rows the cluster alone makes slower than measured (alpha >= 0
-// cannot take time away), and the fitted rates above one flow's route capacity (the simulator caps them
-// there).
+// Per measurement: the algorithm NCCL's tuner runs it with on `cluster` when that is not the ring a fit
+// replays ("double-tree", "nvls-tree", ...), else empty. Only for nccl-tests allreduces on a cluster that
+// runs NCCL's protocols, in the cluster's layout.
+std::vector<std::string> nccl_non_ring(const std::vector<Measurement>& ms, const ClusterConfig& cluster) {
+  std::vector<std::string> out(ms.size());
+  if (!cluster.comm.nccl_protocols) return out;
+  std::map<int64_t, Cluster> built;  // by node count
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const Measurement& m = ms[i];
+    if (m.algorithm != "nccl" || m.kind != MeasurementKind::Allreduce || m.ranks < 2 ||
+        !cluster_layout_mismatch(m, cluster).empty())
+      continue;
+    auto it = built.find(m.nodes);
+    if (it == built.end()) it = built.emplace(m.nodes, build_cluster(cluster, m.nodes)).first;
+    CollectiveShape shape;
+    shape.algorithm = Algorithm::Hierarchical;
+    shape.inter_node = Algorithm::Auto;
+    shape.ranks = static_cast<uint32_t>(m.ranks);
+    shape.ranks_per_node = static_cast<uint32_t>(m.ranks_per_node);
+    shape.bytes = m.bytes;
+    cluster_plan(shape, it->second, 0);
+    if (shape.algorithm != Algorithm::Hierarchical)
+      out[i] = algorithm_name(shape.algorithm);
+    else if (m.nodes > 1 && shape.inter_node != Algorithm::Ring)
+      out[i] = algorithm_name(shape.inter_node);
+  }
+  return out;
+}
+
+// The notes of a fit through `cluster`: the nccl-tests rows NCCL runs there with another algorithm than the
+// ring the fit replays, the fit rows the cluster alone makes slower than measured (alpha >= 0 cannot take
+// time away), and the fitted rates above one flow's route capacity (the simulator caps them there).
 void add_cluster_notes(FitResult& fit, const std::vector<Measurement>& ms,
-                       const std::vector<CostTerms>& terms, const ClusterConfig& cluster) {
+                       const std::vector<CostTerms>& terms, const ClusterConfig& cluster, bool converged) {
+  const std::vector<std::string> non_ring = nccl_non_ring(ms, cluster);
+  std::vector<size_t> rows;  // fit rows NCCL does not run as a ring, by size
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (fit.points[i].in_fit && !non_ring[i].empty()) rows.push_back(i);
+  if (!rows.empty() && !converged) {
+    std::sort(rows.begin(), rows.end(), [&](size_t a, size_t b) { return ms[a].bytes < ms[b].bytes; });
+    std::vector<std::string> ranges;  // "double-tree 8 B-8 MiB"
+    for (size_t r = 0; r < rows.size();) {
+      size_t e = r;
+      while (e + 1 < rows.size() && non_ring[rows[e + 1]] == non_ring[rows[r]]) ++e;
+      std::string from = format_bytes(Bytes{ms[rows[r]].bytes}), to = format_bytes(Bytes{ms[rows[e]].bytes});
+      ranges.push_back(fmt::format("{} {}", non_ring[rows[r]], from == to ? from : from + "-" + to));
+      r = e + 1;
+    }
+    fit.notes.push_back(fmt::format(
+        "NCCL's tuner on {} runs {} of the fit rows with another algorithm than the ring the fit replays "
+        "({}), and the ring does not reproduce them there. Fit through this cluster nccl-tests output run "
+        "with NCCL_ALGO=Ring, or only the sizes NCCL runs as a ring",
+        cluster.name, rows.size(), fmt::join(ranges, ", ")));
+  }
   size_t slower = 0, first = ms.size();
   for (size_t i = 0; i < ms.size(); ++i)
     if (fit.points[i].in_fit && terms[i].offset_s > ms[i].time_s) {
@@ -257,10 +308,13 @@ void add_cluster_notes(FitResult& fit, const std::vector<Measurement>& ms,
   if (slower > 0)
     fit.notes.push_back(fmt::format(
         "{} fit row{} take{} less time than {}'s routes alone give {} (e.g. {:.0f} B: {:.4g} us measured, "
-        "{:.4g} us of latency and fill on its critical path): the topology's link latencies are too high for "
-        "these data",
+        "{:.4g} us of latency and fill on its critical path): {}",
         slower, slower > 1 ? "s" : "", slower > 1 ? "" : "s", cluster.name, slower > 1 ? "them" : "it",
-        ms[first].bytes, ms[first].time_s * 1e6, terms[first].offset_s * 1e6));
+        ms[first].bytes, ms[first].time_s * 1e6, terms[first].offset_s * 1e6,
+        non_ring[first].empty()
+            ? std::string("the topology's link latencies are too high for these data")
+            : fmt::format("NCCL runs that size as {}, in fewer steps than the ring replayed here",
+                          non_ring[first])));
   ClusterConfig with = cluster;
   with.comm = calibrated_comm(cluster.comm, fit);
   const Cluster built = build_cluster(with, with.max_nodes == 1 ? 1 : 2);
@@ -290,9 +344,9 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
   for (const Measurement& m : ms) options.terms.push_back(cluster_cost_terms(m, cluster));
   FitResult fit = fit_comm_model(ms, options);
   fit.cluster = cluster.name;
-  auto finish = [&](std::string note) {
+  auto finish = [&](std::string note, bool converged) {
     fit.notes.push_back(std::move(note));
-    add_cluster_notes(fit, ms, options.terms, cluster);
+    add_cluster_notes(fit, ms, options.terms, cluster, converged);
     return fit;
   };
   for (int pass = 1;; ++pass) {
@@ -309,15 +363,19 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
       worst = std::max(worst, std::fabs(r.predicted_s - model) / ms[i].time_s);
     }
     if (worst <= 1e-6)
-      return finish(fmt::format(
-          "fitted through the simulator on {} ({} pass{}): every fit row's closed form plus what the "
-          "cluster adds (wire latency, pipeline fill) equals its replay there to 1e-6",
-          cluster.name, pass, pass > 1 ? "es" : ""));
+      return finish(
+          fmt::format(
+              "fitted through the simulator on {} ({} pass{}): every fit row's closed form plus what the "
+              "cluster adds (wire latency, pipeline fill) equals its replay there to 1e-6",
+              cluster.name, pass, pass > 1 ? "es" : ""),
+          true);
     if (pass == kPasses)
-      return finish(fmt::format(
-          "fitted through the simulator on {}: not converged after {} passes (a replay still differs by "
-          "{:.2g} of its measured time: the times may be below what the cluster's links carry)",
-          cluster.name, kPasses, worst));
+      return finish(
+          fmt::format(
+              "fitted through the simulator on {}: not converged after {} passes (a replay still differs by "
+              "{:.2g} of its measured time: the times may be below what the cluster's links carry)",
+              cluster.name, kPasses, worst),
+          false);
     std::vector<CostTerms> last = std::move(options.terms);
     options.terms = std::move(next);
     try {
@@ -325,10 +383,12 @@ FitResult fit_on_cluster(const std::vector<Measurement>& ms, FitOptions options,
       fit.cluster = cluster.name;
     } catch (const InputError&) {
       options.terms = std::move(last);  // (the terms of the fit kept)
-      return finish(fmt::format(
-          "fitted through the simulator on {}: stopped after {} pass{} (with the cluster's offsets no "
-          "positive per-byte cost fits: the times may be below what the cluster's links carry)",
-          cluster.name, pass, pass > 1 ? "es" : ""));
+      return finish(
+          fmt::format(
+              "fitted through the simulator on {}: stopped after {} pass{} (with the cluster's offsets no "
+              "positive per-byte cost fits: the times may be below what the cluster's links carry)",
+              cluster.name, pass, pass > 1 ? "es" : ""),
+          false);
     }
   }
 }

@@ -246,7 +246,29 @@ TEST(CalibCli, AFitThroughTheClusterReplaysItsFitSet) {
   size_t at = held.out.find(key);
   ASSERT_NE(at, std::string::npos) << held.out;
   EXPECT_LE(std::stod(held.out.substr(at + key.size())), 0.10);
+  // NCCL's tuner runs these 2-node sizes as its double tree on that cluster too, but the fit replays them
+  // (it converged): nothing to say about the algorithm.
+  EXPECT_EQ(fit.out.find("NCCL's tuner on"), std::string::npos) << fit.out;
   std::filesystem::remove_all(dir);
+}
+
+TEST(CalibCli, AFitThatARingCannotReplayNamesNcclsAlgorithm) {
+  // The published p5 run is NCCL's double tree up to 8 MiB and NVLSTree from 16 MiB (its tuner's choice on
+  // aws-p5-efa, as `describe` prints). A ring of 16 ranks has 30 steps where the tree has 2 across nodes: at
+  // 8 B the ring's latency on that cluster (120 us) alone exceeds the measured 69 us, and the fit through
+  // it does not converge. The notes name the algorithms and what to measure instead, not the link latencies.
+  Outcome fit = ddlsim("calibrate '" + source("scenarios/measured/nccl-tests/aws-p5-2node-h100-efa.txt") +
+                           "' --ranks 16 --ranks-per-node 8 --topology aws-p5-efa",
+                       false);
+  ASSERT_EQ(fit.status, 0) << fit.out;
+  EXPECT_NE(fit.out.find("not converged"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("NCCL's tuner on aws-p5-efa runs 32 of the fit rows with another algorithm than the "
+                         "ring the fit replays (double-tree 8 B-8 MiB, nvls-tree 16 MiB-16 GiB)"),
+            std::string::npos)
+      << fit.out;
+  EXPECT_NE(fit.out.find("NCCL_ALGO=Ring"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("NCCL runs that size as double-tree"), std::string::npos) << fit.out;
+  EXPECT_EQ(fit.out.find("link latencies are too high"), std::string::npos) << fit.out;
 }
 
 TEST(CalibCli, ValidateComparesACollectiveScenarioSizeBySize) {
