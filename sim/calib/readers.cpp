@@ -191,8 +191,13 @@ class KernelsReader {
     const nlohmann::json& results = doc["results"];
     if (results.empty())
       fail(1, "results", "no results (the kernels wrote none: was every algorithm skipped?)");
-    for (size_t i = 0; i < results.size(); ++i)
+    const std::string library = doc.contains("mpi_library") && doc["mpi_library"].is_string()
+                                    ? doc["mpi_library"].get<std::string>()
+                                    : "";
+    for (size_t i = 0; i < results.size(); ++i) {
       out.push_back(result(results[i], fmt::format("results[{}]", i), i < lines.size() ? lines[i] : 0));
+      out.back().library = library;
+    }
     return out;
   }
 

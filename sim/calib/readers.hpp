@@ -32,6 +32,7 @@ struct Measurement {
   double time_s = 0;          // median of `reps` (step CSV: step time; 0 when only a throughput was given)
   std::vector<double> reps;   // every repetition as measured (a single average for nccl-tests and OSU)
   bool same_node = false;     // every rank on one node: the intra-node link class
+  std::string library;        // kernels: the MPI library that ran them (its mpi_library), else empty
   double throughput = 0;      // step CSV: samples per second when given
   int64_t batch_per_gpu = 0;  // step CSV: when given
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 
@@ -55,7 +56,20 @@ Plan plan_for(const Measurement& m) {
   p.nodes = ranks;
   double n = m.bytes;
   p.largest_message = n / static_cast<double>(ranks);
-  if (a == "ring" || a == "mpi_allreduce" || a == "nccl" || a == "osu_allreduce") {
+  if (a == "mpi_allreduce" && (m.library.starts_with("Open MPI") || m.library.starts_with("MPICH"))) {
+    // The library the kernels name (their mpi_library) chooses its algorithm by size and ranks.
+    const bool ompi = m.library.starts_with("Open MPI");
+    p.strategy = p.label = ompi ? "openmpi" : "mpich";
+    const auto q = static_cast<double>(std::bit_floor(static_cast<uint64_t>(ranks)));
+    Algorithm chosen = ompi                     ? open_mpi_allreduce(static_cast<uint32_t>(ranks), n)
+                       : n <= 2048 || n / 4 < q ? Algorithm::RecursiveDoubling
+                                                : Algorithm::HalvingDoubling;
+    p.largest_message = chosen == Algorithm::Ring              ? n / static_cast<double>(ranks)
+                        : chosen == Algorithm::HalvingDoubling ? n / 2
+                                                               : n;  // recursive doubling, tree
+    p.note = fmt::format("MPI_Allreduce as {} chooses it: {}", ompi ? "Open MPI" : "MPICH",
+                         algorithm_name(chosen));
+  } else if (a == "ring" || a == "mpi_allreduce" || a == "nccl" || a == "osu_allreduce") {
     p.strategy = "ring";
     p.label = "ring";
     if (a != "ring") p.note = "library allreduce simulated as ring";
@@ -177,11 +191,12 @@ std::string cluster_layout_mismatch(const Measurement& m, const ClusterConfig& c
 
 namespace {
 
-// The plan of an allreduce that runs on a cluster as the ring or rhd strategy (plan_for's choice); not ok for
-// anything else.
+// The plan of an allreduce that runs on a cluster as the ring, rhd, openmpi or mpich strategy (plan_for's
+// choice); not ok for anything else.
 Plan cluster_plan(const Measurement& m) {
   Plan p = plan_for(m);
-  p.ok = p.ok && m.kind == MeasurementKind::Allreduce && (p.strategy == "ring" || p.strategy == "rhd");
+  p.ok = p.ok && m.kind == MeasurementKind::Allreduce &&
+         (p.strategy == "ring" || p.strategy == "rhd" || p.strategy == "openmpi" || p.strategy == "mpich");
   return p;
 }
 

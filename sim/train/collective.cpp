@@ -18,6 +18,8 @@ const char* algorithm_name(Algorithm a) {
       return "recursive-doubling";
     case Algorithm::Mpich:
       return "mpich";
+    case Algorithm::OpenMpi:
+      return "openmpi";
     case Algorithm::Tree:
       return "tree";
     case Algorithm::DoubleTree:
@@ -954,6 +956,7 @@ bool allreduce_algorithm(const std::string& name, Algorithm& out) {
       {"halving-doubling", Algorithm::HalvingDoubling},
       {"recursive-doubling", Algorithm::RecursiveDoubling},
       {"mpich", Algorithm::Mpich},
+      {"openmpi", Algorithm::OpenMpi},
       {"tree", Algorithm::Tree},
       {"double-tree", Algorithm::DoubleTree},
       {"direct", Algorithm::Direct},
@@ -995,6 +998,47 @@ bool pipelined_as_ring(const CollectiveShape& c, Algorithm between) {
          (between == Algorithm::Ring || c.ranks / c.ranks_per_node == 2);
 }
 
+// Open MPI 4.1's allreduce for a commutative operation (a sum), as coll/tuned's fixed decision picks it by
+// communicator size p and buffer bytes (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
+// ompi_coll_tuned_allreduce_intra_dec_fixed, of Open MPI v4.1, from open-mpi/ompi commit f670364d76 of
+// 2020-11-13). Its algorithms map to the plans here: 3 recursive doubling, 4 ring and 5 segmented ring (the
+// ring, its segments pipelined: a ring here), 6 Rabenseifner (rhd), 2 "nonoverlapping" (a reduce to rank 0,
+// then a broadcast: the binary tree here, where Open MPI's reduce and broadcast pick their own trees).
+Algorithm open_mpi_allreduce(uint32_t p, double bytes) {
+  constexpr Algorithm kRd = Algorithm::RecursiveDoubling, kRing = Algorithm::Ring,
+                      kRab = Algorithm::HalvingDoubling, kTree = Algorithm::Tree;
+  struct Step {
+    double below;  // bytes
+    Algorithm a;
+  };
+  // Per communicator size bound (p below it): the algorithm of the first step whose bound the buffer is
+  // below, else `rest`.
+  struct Row {
+    uint32_t p_below;
+    std::vector<Step> steps;
+    Algorithm rest;
+  };
+  static const std::vector<Row> kRows = {
+      {4, {{8, kRing}, {4096, kRd}, {8192, kRing}, {16384, kRd}, {262144, kRing}}, kRab},  // (ring < 64 KiB)
+      {8, {{16, kRing}, {8192, kRd}}, kRab},
+      {16, {{8192, kRd}}, kRab},
+      {32, {{64, kRing}, {4096, kRd}}, kRab},
+      {64, {{128, kRing}}, kRab},
+      {128, {{262144, kRd}}, kRab},
+      {256, {{131072, kTree}, {262144, kRd}}, kRab},
+      {512, {{4096, kTree}}, kRab},
+      {2048, {{2048, kTree}, {16384, kRd}}, kRab},
+      {4096, {{2048, kTree}, {4096, kRing}, {16384, kRd}}, kRab},
+      {UINT32_MAX, {{2048, kTree}, {16384, kRing}, {32768, kRd}}, kRab}};
+  for (const Row& r : kRows) {
+    if (p >= r.p_below) continue;
+    for (const Step& s : r.steps)
+      if (bytes < s.below) return s.a;
+    return r.rest;
+  }
+  return kRab;
+}
+
 std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   if (c.ranks == 0) throw std::invalid_argument("a collective needs at least one rank");
   uint32_t p = c.ranks;
@@ -1018,6 +1062,11 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
       if (c.bytes <= 2048 || c.bytes / 4 < std::bit_floor(p))
         return std::make_unique<RecursiveDoublingPlan>(p, c.bytes);
       return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
+    case Algorithm::OpenMpi: {
+      CollectiveShape chosen = c;
+      chosen.algorithm = open_mpi_allreduce(p, c.bytes);
+      return make_plan(chosen);
+    }
     case Algorithm::Tree:
       return std::make_unique<TreePlan>(p, c.bytes, true, true);
     case Algorithm::Broadcast:

@@ -18,12 +18,13 @@ enum class Algorithm : uint8_t {
   HalvingDoubling,    // Rabenseifner: recursive halving reduce-scatter + recursive doubling all-gather
   RecursiveDoubling,  // MPICH's short-message allreduce: the whole buffer to the partner 2^k away, log2 p
                       // rounds
-  Mpich,            // MPICH's choice: recursive doubling up to 2 KiB or below one element per rank, else rhd
-  Tree,             // binary tree reduce to rank 0, then broadcast
-  DoubleTree,       // NCCL's double binary tree: two pipelined in-order trees, half the buffer each
-  Direct,           // every rank sends its whole buffer to every other rank: p(p-1) messages
-  Hierarchical,     // intra-node ring reduce-scatter, an allreduce between nodes (one per local rank: ring,
-                    // rhd or tree), intra-node all-gather
+  Mpich,         // MPICH's choice: recursive doubling up to 2 KiB or below one element per rank, else rhd
+  OpenMpi,       // Open MPI 4.1's choice (coll/tuned's fixed decision): ring, recursive doubling, rhd or tree
+  Tree,          // binary tree reduce to rank 0, then broadcast
+  DoubleTree,    // NCCL's double binary tree: two pipelined in-order trees, half the buffer each
+  Direct,        // every rank sends its whole buffer to every other rank: p(p-1) messages
+  Hierarchical,  // intra-node ring reduce-scatter, an allreduce between nodes (one per local rank: ring,
+                 // rhd or tree), intra-node all-gather
   ReduceScatter,    // ring reduce-scatter alone (ZeRO)
   AllGather,        // ring all-gather alone (ZeRO)
   Broadcast,        // binary-tree broadcast from rank 0 (initial weights)
@@ -164,6 +165,9 @@ double estimate_seconds(const CollectivePlan& plan, double alpha, double rate);
 // The allreduce algorithm a strategy names (ring, rhd or halving-doubling, tree, double-tree, direct,
 // hierarchical); false for any other name.
 bool allreduce_algorithm(const std::string& name, Algorithm& out);
+// Open MPI 4.1's allreduce algorithm for p ranks and a buffer of `bytes` (a sum): Ring, RecursiveDoubling,
+// HalvingDoubling (Rabenseifner) or Tree (its reduce-then-broadcast).
+Algorithm open_mpi_allreduce(uint32_t p, double bytes);
 
 // Throws std::invalid_argument when the shape does not fit the algorithm (e.g. hierarchical with ranks not a
 // multiple of ranks_per_node or an inter-node algorithm other than ring, rhd, tree or double-tree; ps without

@@ -57,12 +57,13 @@ Strategy configure_collective_strategy(CollectiveKind collective, const std::str
     a.algorithm = Algorithm::Broadcast, fits = true;
   }
   if (!fits)
-    o.fail(o.name_only() ? "" : "name",
-           fmt::format(
-               "strategy \"{}\" cannot run {} (allreduce: ring, rhd, recursive-doubling, mpich, tree, "
-               "double-tree, direct, hierarchical, nvls, nvls-tree, collnet, ps; reduce-scatter/all-gather: "
-               "ring; broadcast: tree)",
-               n, collective_name(collective)));
+    o.fail(
+        o.name_only() ? "" : "name",
+        fmt::format(
+            "strategy \"{}\" cannot run {} (allreduce: ring, rhd, recursive-doubling, mpich, openmpi, tree, "
+            "double-tree, direct, hierarchical, nvls, nvls-tree, collnet, ps; reduce-scatter/all-gather: "
+            "ring; broadcast: tree)",
+            n, collective_name(collective)));
   if (!o.name_only()) {
     if (a.algorithm == Algorithm::Hierarchical)
       o.expect_keys({"name", "label", "inter_node"});

@@ -220,6 +220,36 @@ TEST(ClosedForm, MpichChoosesByMessageSize) {
   expect_rel(run(1024, "mpich", "", "allreduce", true, 1, "3000B").time_s, 10 * (2 * kL + 3000 / kB));
 }
 
+TEST(ClosedForm, OpenMpiChoosesBySizeAndRanks) {
+  // Open MPI 4.1's coll/tuned fixed decision for a commutative allreduce (coll_tuned_decision_fixed.c):
+  // p < 4: ring below 8 B, recursive doubling below 4 KiB, ring below 8 KiB, recursive doubling below 16 KiB,
+  // (segmented) ring below 256 KiB, Rabenseifner (rhd) above; p < 8: ring below 16 B, recursive doubling
+  // below 8 KiB, rhd above; 128 <= p < 256: reduce + broadcast (the binary tree here) below 128 KiB,
+  // recursive doubling below 256 KiB, rhd above. Each is the plan of that algorithm, to the picosecond.
+  struct Case {
+    int p;
+    const char* bytes;
+    const char* want;
+  };
+  const Case cases[] = {{2, "4B", "ring"},
+                        {2, "1KiB", "recursive-doubling"},
+                        {2, "4KiB", "ring"},
+                        {2, "8KiB", "recursive-doubling"},
+                        {2, "100KiB", "ring"},
+                        {2, "1MB", "rhd"},
+                        {4, "8B", "ring"},
+                        {4, "4KiB", "recursive-doubling"},
+                        {4, "1MB", "rhd"},
+                        {200, "64KiB", "tree"},
+                        {200, "200KiB", "recursive-doubling"},
+                        {200, "1MB", "rhd"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("p={} {}", c.p, c.bytes));
+    EXPECT_EQ(run(c.p, "openmpi", "", "allreduce", true, 1, c.bytes).time_s,
+              run(c.p, c.want, "", "allreduce", true, 1, c.bytes).time_s);
+  }
+}
+
 // NCCL's protocols (comm.protocols: nccl) with NCCL's tuner constants (NVIDIA/nccl src/graph/tuning.cc at
 // 5067397c): per call a base latency (ring: LL 6.6 us, LL128 14, Simple 8.4), per step the hardware's latency
 // (here one GPU per node, so every step crosses the network at the tree's network latency: LL 5.0 us, LL128

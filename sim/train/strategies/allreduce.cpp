@@ -19,10 +19,9 @@ void configure_common(AllreduceOptions& a, const OptionReader& o) {
     if (a.algorithm == Algorithm::Hierarchical && v != "hierarchical")
       o.fail("algorithm", "hierarchical: true already asks for the hierarchical algorithm");
     if (!allreduce_algorithm(v, a.algorithm))
-      o.fail(
-          "algorithm",
-          "algorithm must be ring, rhd, recursive-doubling, mpich, tree, double-tree, direct, hierarchical, "
-          "nvls, nvls-tree or collnet");
+      o.fail("algorithm",
+             "algorithm must be ring, rhd, recursive-doubling, mpich, openmpi, tree, double-tree, direct, "
+             "hierarchical, nvls, nvls-tree or collnet");
   }
   if (o.has("inter_node")) {
     a.inter_node = parse_inter_node(o, "inter_node");

@@ -35,6 +35,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"halving-doubling", flat, configure_flat_allreduce, allreduce_builder},
       {"recursive-doubling", flat, configure_flat_allreduce, allreduce_builder},
       {"mpich", flat, configure_flat_allreduce, allreduce_builder},
+      {"openmpi", flat, configure_flat_allreduce, allreduce_builder},
       {"tree", flat, configure_flat_allreduce, allreduce_builder},
       {"double-tree", flat, configure_flat_allreduce, allreduce_builder},
       {"direct", flat, configure_flat_allreduce, allreduce_builder},
