@@ -1019,7 +1019,8 @@ Algorithm open_mpi_allreduce(uint32_t p, double bytes) {
     Algorithm rest;
   };
   static const std::vector<Row> kRows = {
-      {4, {{8, kRing}, {4096, kRd}, {8192, kRing}, {16384, kRd}, {262144, kRing}}, kRab},  // (ring < 64 KiB)
+      // (fewer than 4 ranks: the ring below 64 KiB, the segmented ring from there to 256 KiB)
+      {4, {{8, kRing}, {4096, kRd}, {8192, kRing}, {16384, kRd}, {262144, kRing}}, kRab},
       {8, {{16, kRing}, {8192, kRd}}, kRab},
       {16, {{8192, kRd}}, kRab},
       {32, {{64, kRing}, {4096, kRd}}, kRab},
