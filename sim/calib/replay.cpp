@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <map>
 
@@ -60,10 +59,8 @@ Plan plan_for(const Measurement& m) {
     // The library the kernels name (their mpi_library) chooses its algorithm by size and ranks.
     const bool ompi = m.library.starts_with("Open MPI");
     p.strategy = p.label = ompi ? "openmpi" : "mpich";
-    const auto q = static_cast<double>(std::bit_floor(static_cast<uint64_t>(ranks)));
-    Algorithm chosen = ompi                     ? open_mpi_allreduce(static_cast<uint32_t>(ranks), n)
-                       : n <= 2048 || n / 4 < q ? Algorithm::RecursiveDoubling
-                                                : Algorithm::HalvingDoubling;
+    const auto r = static_cast<uint32_t>(ranks);
+    Algorithm chosen = ompi ? open_mpi_allreduce(r, n) : mpich_allreduce(r, n);
     p.largest_message = chosen == Algorithm::Ring              ? n / static_cast<double>(ranks)
                         : chosen == Algorithm::HalvingDoubling ? n / 2
                                                                : n;  // recursive doubling, tree

@@ -998,6 +998,13 @@ bool pipelined_as_ring(const CollectiveShape& c, Algorithm between) {
          (between == Algorithm::Ring || c.ranks / c.ranks_per_node == 2);
 }
 
+// MPICH's allreduce: MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE = 2048 bytes; Rabenseifner also needs at least one
+// 4-byte element per rank of the power of two (count >= pof2), else recursive doubling.
+Algorithm mpich_allreduce(uint32_t p, double bytes) {
+  return bytes <= 2048 || bytes / 4 < std::bit_floor(p) ? Algorithm::RecursiveDoubling
+                                                        : Algorithm::HalvingDoubling;
+}
+
 // Open MPI 4.1's allreduce for a commutative operation (a sum), as coll/tuned's fixed decision picks it by
 // communicator size p and buffer bytes (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
 // ompi_coll_tuned_allreduce_intra_dec_fixed, of Open MPI v4.1, from open-mpi/ompi commit f670364d76 of
@@ -1058,14 +1065,10 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
     case Algorithm::RecursiveDoubling:
       return std::make_unique<RecursiveDoublingPlan>(p, c.bytes);
     case Algorithm::Mpich:
-      // MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE = 2048 bytes; Rabenseifner also needs at least one 4-byte element
-      // per rank of the power of two (count >= pof2), else recursive doubling.
-      if (c.bytes <= 2048 || c.bytes / 4 < std::bit_floor(p))
-        return std::make_unique<RecursiveDoublingPlan>(p, c.bytes);
-      return std::make_unique<HalvingDoublingPlan>(p, c.bytes);
     case Algorithm::OpenMpi: {
       CollectiveShape chosen = c;
-      chosen.algorithm = open_mpi_allreduce(p, c.bytes);
+      chosen.algorithm =
+          c.algorithm == Algorithm::Mpich ? mpich_allreduce(p, c.bytes) : open_mpi_allreduce(p, c.bytes);
       return make_plan(chosen);
     }
     case Algorithm::Tree:

@@ -165,6 +165,8 @@ double estimate_seconds(const CollectivePlan& plan, double alpha, double rate);
 // The allreduce algorithm a strategy names (ring, rhd or halving-doubling, tree, double-tree, direct,
 // hierarchical); false for any other name.
 bool allreduce_algorithm(const std::string& name, Algorithm& out);
+// MPICH's allreduce algorithm for p ranks and a buffer of `bytes`: RecursiveDoubling or HalvingDoubling.
+Algorithm mpich_allreduce(uint32_t p, double bytes);
 // Open MPI 4.1's allreduce algorithm for p ranks and a buffer of `bytes` (a sum): Ring, RecursiveDoubling,
 // HalvingDoubling (Rabenseifner) or Tree (its reduce-then-broadcast).
 Algorithm open_mpi_allreduce(uint32_t p, double bytes);

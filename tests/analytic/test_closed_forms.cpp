@@ -225,7 +225,8 @@ TEST(ClosedForm, OpenMpiChoosesBySizeAndRanks) {
   // p < 4: ring below 8 B, recursive doubling below 4 KiB, ring below 8 KiB, recursive doubling below 16 KiB,
   // (segmented) ring below 256 KiB, Rabenseifner (rhd) above; p < 8: ring below 16 B, recursive doubling
   // below 8 KiB, rhd above; 128 <= p < 256: reduce + broadcast (the binary tree here) below 128 KiB,
-  // recursive doubling below 256 KiB, rhd above. Each is the plan of that algorithm, to the picosecond.
+  // recursive doubling below 256 KiB, rhd above. Each is the plan of that algorithm, to the picosecond. (At
+  // p = 2 the ring and rhd move the same messages, so those two rows cannot tell them apart; p = 4 can.)
   struct Case {
     int p;
     const char* bytes;
