@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -30,21 +31,25 @@ ProgressBar::~ProgressBar() {
   }
 }
 
-std::function<void(size_t, size_t)> ProgressBar::callback() {
+std::function<void(double, size_t)> ProgressBar::callback() {
   if (!enabled_) return {};
-  return [this](size_t done, size_t total) { update(done, total); };
+  return [this](double done, size_t total) { update(done, total); };
 }
 
-void ProgressBar::update(size_t done, size_t total) {
+void ProgressBar::update(double done, size_t total) {
   if (!enabled_ || total == 0) return;
-  double fraction = static_cast<double>(done) / static_cast<double>(total);
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const auto now = std::chrono::steady_clock::now();
+  const bool last = done >= static_cast<double>(total);
+  if (drawn_ && !last && now - drawn_at_ < std::chrono::milliseconds(200)) return;
+  drawn_at_ = now;
+  double fraction = std::min(1.0, done / static_cast<double>(total));
+  double elapsed = std::chrono::duration<double>(now - start_).count();
   auto filled = static_cast<size_t>(fraction * kBarWidth);
-  std::string eta = done > 0 && done < total ? "ETA " + clock_text(elapsed * (1 - fraction) / fraction)
-                                             : clock_text(elapsed);
+  std::string eta =
+      fraction > 0 && !last ? "ETA " + clock_text(elapsed * (1 - fraction) / fraction) : clock_text(elapsed);
   std::string bar = std::string(filled, '#') + std::string(kBarWidth - filled, '.');
-  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} simulations, {}", label_, bar, fraction * 100, done,
-             total, eta);
+  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} simulations, {}", label_, bar, fraction * 100,
+             static_cast<size_t>(done), total, eta);
   std::fflush(stderr);
   drawn_ = true;
 }

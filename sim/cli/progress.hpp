@@ -17,14 +17,16 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   // For TrainingOptions::progress; empty when the bar is not drawn.
-  std::function<void(size_t done, size_t total)> callback();
-  void update(size_t done, size_t total);
+  std::function<void(double done, size_t total)> callback();
+  // `done`: simulations finished, with the share done of those running; redrawn at most every 0.2 s until
+  // the last one ends.
+  void update(double done, size_t total);
 
  private:
   std::string label_;
   bool enabled_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point start_, drawn_at_;
 };
 
 }  // namespace ddlsim::cli

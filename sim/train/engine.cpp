@@ -24,7 +24,10 @@ Time Engine::run() {
   FlowNetwork& net = transport_.net();
   Time last;
   for (uint32_t instants = 0;; ++instants) {
-    if ((instants & 4095) == 0) throw_if_interrupted();  // SIGINT/SIGTERM: abandon this simulation
+    if ((instants & 4095) == 0) {
+      throw_if_interrupted();  // SIGINT/SIGTERM: abandon this simulation
+      if (progress_) progress_(static_cast<double>(ended_) / static_cast<double>(graph_.size()));
+    }
     Time t = std::min(net.next_completion(), events_.next_time());
     if (t == Time::max()) break;
     if (t.past_limit()) throw_time_overflow();  // (durations and instants within 2^62 ps: no sum wrapped)
@@ -98,6 +101,7 @@ void Engine::start(TaskId t) {
 
 void Engine::finish(TaskId t) {
   records_[t].end = now_;
+  ++ended_;
   device_.task_finished(t, now_);
   if (TaskId next = tasks_.release(t); next != TaskScheduler::kNone) start(next);
   tasks_.complete(t, [this](TaskId s) { start(s); });

@@ -8,6 +8,7 @@
 //                        capacity (exactly when the flow model gives each message its standalone rate)
 //   device_model         compute slowed while collective kernels are resident on its GPU
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ class Engine {
   ~Engine();
   // Runs the graph to completion; returns the time the last task ended.
   Time run();
+  // Called now and then while run() runs (every 4096 instants of simulated time) with the share of the
+  // graph's tasks that have ended.
+  void on_progress(std::function<void(double)> f) { progress_ = std::move(f); }
   const std::vector<TaskRecord>& records() const { return records_; }
   const EngineStats& stats() const { return stats_; }
   // What every directed link carried (flow model and fast path), in link id order.
@@ -56,6 +60,8 @@ class Engine {
   Time now_;
   std::vector<TaskRecord> records_;
   std::vector<uint8_t> parts_left_;  // flows left per transfer task
+  size_t ended_ = 0;                 // tasks that have ended
+  std::function<void(double)> progress_;
   EventQueue events_;
   TaskScheduler tasks_;
   Transport transport_;

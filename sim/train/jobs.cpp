@@ -270,7 +270,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     bool done = false;
   };
   std::vector<Run> runs(n + 1);
-  auto simulate = [&](size_t r) {
+  auto simulate = [&](size_t r, const std::function<void(double)>& share) {
     TaskGraph g;
     std::vector<size_t> members;
     for (size_t j = 0; j < n; ++j)
@@ -281,6 +281,7 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     offset.push_back(static_cast<TaskId>(g.size()));  // (the end of the last job's tasks)
     g.finalize();
     Engine engine(machine.topo, machine.comm, g, opts.engine);
+    engine.on_progress(share);
     Time makespan = engine.run();
     if (r == n && !opts.trace_file.empty()) {
       std::vector<TraceProcess> processes;
@@ -311,9 +312,9 @@ JobsOutcome run_jobs(const Scenario& sc, const TrainingOptions& opts) {
     }
   };
   // The shared run (the longest) first.
-  std::vector<bool> ran = run_parallel(n + 1, opts.jobs, opts.progress, [&](size_t k) {
+  std::vector<bool> ran = run_parallel(n + 1, opts.jobs, opts.progress, [&](size_t k, const auto& share) {
     try {
-      simulate(n - k);
+      simulate(n - k, share);
     } catch (const TimeOverflow&) {
       sc.jobs_where.fail(
           fmt::format("the jobs' run passes the limit of simulated time ({:.3g} s: 2^62 picoseconds); a "

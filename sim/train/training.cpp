@@ -291,9 +291,11 @@ void ps_breakdown(const TaskGraph& g, const std::vector<TaskRecord>& rec, const 
   if (!r.ps_servers.empty()) r.ps_mean_server_bytes /= static_cast<double>(r.ps_servers.size());
 }
 
-// One simulation (`gpu_limit` > 0: on only the first gpu_limit GPUs, a reference smaller than one node).
+// One simulation (`gpu_limit` > 0: on only the first gpu_limit GPUs, a reference smaller than one node),
+// telling `share` now and then what share of it is done.
 TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nodes,
-                             const TrainingOptions& opts, bool write_trace, int64_t gpu_limit) {
+                             const TrainingOptions& opts, bool write_trace, int64_t gpu_limit,
+                             const std::function<void(double)>& share) {
   const Workload& wl = sc.training;
   Cluster cluster = build_cluster(sc.cluster, nodes, st.server_hosts());
   if (gpu_limit > 0 && static_cast<size_t>(gpu_limit) < cluster.gpus.size()) {
@@ -305,6 +307,7 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
   Built built = builder.build();
   built.graph.finalize();
   Engine engine(cluster.topo, cluster.comm, built.graph, opts.engine);
+  engine.on_progress(share);
   Time makespan = engine.run();
   const auto& rec = engine.records();
   uint32_t p = static_cast<uint32_t>(cluster.gpus.size());
@@ -414,8 +417,10 @@ auto at_strategy(const Strategy& st, int64_t nodes, F&& f) {
 }
 
 TrainingResult simulate(const Scenario& sc, const Strategy& st, int64_t nodes, const TrainingOptions& opts,
-                        bool write_trace, int64_t gpu_limit = 0) {
-  return at_strategy(st, nodes, [&] { return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit); });
+                        bool write_trace, int64_t gpu_limit = 0,
+                        const std::function<void(double)>& share = {}) {
+  return at_strategy(st, nodes,
+                     [&] { return simulate_once(sc, st, nodes, opts, write_trace, gpu_limit, share); });
 }
 
 }  // namespace
@@ -528,24 +533,35 @@ const char* loader_name(LoaderKind k) {
   return "?";
 }
 
-std::vector<bool> run_parallel(size_t count, int threads,
-                               const std::function<void(size_t done, size_t total)>& progress,
-                               const std::function<void(size_t)>& task) {
+std::vector<bool> run_parallel(
+    size_t count, int threads, const std::function<void(double done, size_t total)>& progress,
+    const std::function<void(size_t k, const std::function<void(double)>& share)>& task) {
   std::vector<uint8_t> ran(count, 0);  // (not vector<bool>: threads write distinct elements)
   std::vector<std::exception_ptr> errors(count);
-  std::atomic<size_t> next{0}, finished{0};
-  std::mutex lock;  // progress is called one at a time
+  std::atomic<size_t> next{0};
+  std::mutex lock;  // guards what follows; progress is called one at a time
+  size_t finished = 0;
+  double running = 0;  // the shares of the tasks running, summed
   auto worker = [&] {
     for (size_t k; !interrupted() && (k = next++) < count;) {  // SIGINT/SIGTERM: no new ones
+      double mine = 0;                                         // this task's share in `running`
+      auto share = [&](double f) {
+        std::lock_guard<std::mutex> guard(lock);
+        running += f - mine;
+        mine = f;
+        if (progress) progress(static_cast<double>(finished) + running, count);
+      };
       try {
-        task(k);
+        task(k, progress ? std::function<void(double)>(share) : std::function<void(double)>());
         ran[k] = 1;
       } catch (const Interrupted&) {  // abandoned: not run, not an error
       } catch (...) {
         errors[k] = std::current_exception();
       }
       std::lock_guard<std::mutex> guard(lock);
-      if (progress) progress(++finished, count);
+      running -= mine;
+      ++finished;
+      if (progress) progress(static_cast<double>(finished) + running, count);
     }
   };
   size_t n = std::min<size_t>(count, static_cast<size_t>(threads > 0 ? threads : usable_cpus()));
@@ -670,11 +686,11 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   };
   // (no check: every thread; `--max-memory none` used to leave one)
   while (limit.bytes > 0 && threads > 1 && together(threads) > limit.bytes) --threads;
-  std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k) {
+  std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k, const auto& share) {
     size_t i = order[k];
     Job& j = jobs[i];
     if (!needed(i)) return;
-    j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit);
+    j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit, share);
     std::lock_guard<std::mutex> guard(emit_lock);
     finished[i] = 1;
     emit(strategy_of[i]);

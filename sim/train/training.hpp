@@ -22,8 +22,10 @@ struct TrainingOptions {
   // A simulation whose memory estimate passes this many bytes is refused before it runs (InputError naming
   // cluster.nodes); 0: the memory available on this machine (MemAvailable), < 0: no check.
   double max_memory = 0;
-  // Called after each finished simulation of run_training (from its worker threads, one call at a time).
-  std::function<void(size_t done, size_t total)> progress;
+  // Progress of run_training, from its worker threads one call at a time: after each finished simulation,
+  // and now and then while they run (`done`: the finished simulations plus the finished share of the tasks
+  // of each one running).
+  std::function<void(double done, size_t total)> progress;
   // Points (strategy label, node count) not to run: rows a resumed sweep has already. A reference still runs
   // when another point needs it, and is not reported when skipped.
   std::function<bool(const std::string& strategy, int64_t nodes)> skip;
@@ -35,13 +37,14 @@ struct TrainingOptions {
 // CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.
 int usable_cpus();
 
-// Runs task(k) for k = 0..count-1 on up to `threads` threads (0: usable_cpus()), taking them in index order,
-// and calls progress(done, count) after each (one call at a time). After SIGINT/SIGTERM it takes no new
-// ones. Rethrows the first task's exception (by index) once every thread has ended; otherwise returns which
-// tasks ran to the end.
-std::vector<bool> run_parallel(size_t count, int threads,
-                               const std::function<void(size_t done, size_t total)>& progress,
-                               const std::function<void(size_t)>& task);
+// Runs task(k, share) for k = 0..count-1 on up to `threads` threads (0: usable_cpus()), taking them in index
+// order, and calls progress(done, count) after each (one call at a time), `done` counting the finished tasks
+// and, for each task running, the share of it done as it last said by calling share(f), f in [0, 1] (which
+// calls progress too). After SIGINT/SIGTERM it takes no new ones. Rethrows the first task's exception (by
+// index) once every thread has ended; otherwise returns which tasks ran to the end.
+std::vector<bool> run_parallel(
+    size_t count, int threads, const std::function<void(double done, size_t total)>& progress,
+    const std::function<void(size_t k, const std::function<void(double)>& share)>& task);
 
 struct TrainingResult {
   std::string strategy;       // the strategy's label
