@@ -31,25 +31,31 @@ ProgressBar::~ProgressBar() {
   }
 }
 
-std::function<void(double, size_t)> ProgressBar::callback() {
+std::function<void(double, size_t, size_t)> ProgressBar::callback() {
   if (!enabled_) return {};
-  return [this](double done, size_t total) { update(done, total); };
+  return [this](double fraction, size_t done, size_t total) { update(fraction, done, total); };
 }
 
-void ProgressBar::update(double done, size_t total) {
+void ProgressBar::update(double fraction, size_t done, size_t total) {
   if (!enabled_ || total == 0) return;
   const auto now = std::chrono::steady_clock::now();
-  const bool last = done >= static_cast<double>(total);
+  const bool last = done >= total;
   if (drawn_ && !last && now - drawn_at_ < std::chrono::milliseconds(200)) return;
   drawn_at_ = now;
-  double fraction = std::min(1.0, done / static_cast<double>(total));
+  fraction = std::clamp(fraction, 0.0, 1.0);
   double elapsed = std::chrono::duration<double>(now - start_).count();
+  // The rate: over the last 10 s once there are 10 s of samples, since the start before.
+  recent_.emplace_back(now, fraction);
+  while (recent_.size() > 1 && now - recent_[1].first >= std::chrono::seconds(10)) recent_.pop_front();
+  double rate = elapsed > 0 ? fraction / elapsed : 0;
+  if (now - recent_.front().first >= std::chrono::seconds(10))
+    rate = (fraction - recent_.front().second) /
+           std::chrono::duration<double>(now - recent_.front().first).count();
   auto filled = static_cast<size_t>(fraction * kBarWidth);
-  std::string eta =
-      fraction > 0 && !last ? "ETA " + clock_text(elapsed * (1 - fraction) / fraction) : clock_text(elapsed);
+  std::string eta = rate > 0 && !last ? "ETA " + clock_text((1 - fraction) / rate) : clock_text(elapsed);
   std::string bar = std::string(filled, '#') + std::string(kBarWidth - filled, '.');
-  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} simulations, {}", label_, bar, fraction * 100,
-             static_cast<size_t>(done), total, eta);
+  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} simulations, {}", label_, bar, fraction * 100, done,
+             total, eta);
   std::fflush(stderr);
   drawn_ = true;
 }

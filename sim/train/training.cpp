@@ -534,22 +534,30 @@ const char* loader_name(LoaderKind k) {
 }
 
 std::vector<bool> run_parallel(
-    size_t count, int threads, const std::function<void(double done, size_t total)>& progress,
-    const std::function<void(size_t k, const std::function<void(double)>& share)>& task) {
+    size_t count, int threads,
+    const std::function<void(double fraction, size_t done, size_t total)>& progress,
+    const std::function<void(size_t k, const std::function<void(double)>& share)>& task,
+    std::vector<double> weights) {
   std::vector<uint8_t> ran(count, 0);  // (not vector<bool>: threads write distinct elements)
   std::vector<std::exception_ptr> errors(count);
   std::atomic<size_t> next{0};
+  if (weights.size() != count || std::accumulate(weights.begin(), weights.end(), 0.0) <= 0)
+    weights.assign(count, 1.0);
+  const double all = std::accumulate(weights.begin(), weights.end(), 0.0);
   std::mutex lock;  // guards what follows; progress is called one at a time
   size_t finished = 0;
-  double running = 0;  // the shares of the tasks running, summed
+  double work = 0;  // the weights of the finished tasks and the done parts of the running ones, summed
+  auto report = [&] {
+    if (progress) progress(std::min(1.0, work / all), finished, count);
+  };
   auto worker = [&] {
     for (size_t k; !interrupted() && (k = next++) < count;) {  // SIGINT/SIGTERM: no new ones
-      double mine = 0;                                         // this task's share in `running`
+      double mine = 0;                                         // this task's done part in `work`
       auto share = [&](double f) {
         std::lock_guard<std::mutex> guard(lock);
-        running += f - mine;
-        mine = f;
-        if (progress) progress(static_cast<double>(finished) + running, count);
+        work += f * weights[k] - mine;
+        mine = f * weights[k];
+        report();
       };
       try {
         task(k, progress ? std::function<void(double)>(share) : std::function<void(double)>());
@@ -559,9 +567,9 @@ std::vector<bool> run_parallel(
         errors[k] = std::current_exception();
       }
       std::lock_guard<std::mutex> guard(lock);
-      running -= mine;
+      work += weights[k] - mine;
       ++finished;
-      if (progress) progress(static_cast<double>(finished) + running, count);
+      report();
     }
   };
   size_t n = std::min<size_t>(count, static_cast<size_t>(threads > 0 ? threads : usable_cpus()));
@@ -661,17 +669,20 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
       }
   };
   // Refuse, before anything runs, a simulation that would not fit in memory.
-  // Simulations run at once share it: fewer threads when the largest ones together would not fit.
+  // Simulations run at once share it: fewer threads when the largest ones together would not fit. The
+  // estimates' task counts also weigh the simulations in the progress reported.
   const MemoryLimit limit = memory_limit(opts.max_memory);
   int threads = opts.jobs > 0 ? opts.jobs : usable_cpus();
-  std::vector<double> sizes;
+  std::vector<double> sizes, weights(jobs.size(), 0.0);
   std::vector<std::optional<MemoryModel>> models(sc.strategies.size());
-  for (size_t i = 0; i < jobs.size() && limit.bytes > 0; ++i) {
+  for (size_t i = 0; i < jobs.size() && (limit.bytes > 0 || opts.progress); ++i) {
     if (!needed(i)) continue;
     const Job& j = jobs[i];
     std::optional<MemoryModel>& model = models[strategy_of[i]];
     if (!model) model.emplace(sc, *j.spec);
     MemoryEstimate e = model->at(j.nodes);
+    weights[i] = e.tasks;
+    if (limit.bytes <= 0) continue;
     sizes.push_back(e.bytes);
     if (e.bytes <= limit.bytes) continue;
     sc.cluster.nodes_where.fail(fmt::format(
@@ -684,17 +695,22 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   auto together = [&](int k) {
     return std::accumulate(sizes.begin(), sizes.begin() + std::min<size_t>(sizes.size(), k), 0.0);
   };
+  std::vector<double> weight_in_order(order.size());  // (run_parallel's task k is job order[k])
+  for (size_t k = 0; k < order.size(); ++k) weight_in_order[k] = weights[order[k]];
   // (no check: every thread; `--max-memory none` used to leave one)
   while (limit.bytes > 0 && threads > 1 && together(threads) > limit.bytes) --threads;
-  std::vector<bool> ran = run_parallel(jobs.size(), threads, opts.progress, [&](size_t k, const auto& share) {
-    size_t i = order[k];
-    Job& j = jobs[i];
-    if (!needed(i)) return;
-    j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit, share);
-    std::lock_guard<std::mutex> guard(emit_lock);
-    finished[i] = 1;
-    emit(strategy_of[i]);
-  });
+  std::vector<bool> ran = run_parallel(
+      jobs.size(), threads, opts.progress,
+      [&](size_t k, const auto& share) {
+        size_t i = order[k];
+        Job& j = jobs[i];
+        if (!needed(i)) return;
+        j.result = simulate(sc, *j.spec, j.nodes, opts, j.trace, j.gpu_limit, share);
+        std::lock_guard<std::mutex> guard(emit_lock);
+        finished[i] = 1;
+        emit(strategy_of[i]);
+      },
+      std::move(weight_in_order));
   for (size_t k = 0; k < jobs.size(); ++k) jobs[order[k]].ran = ran[k] && finished[order[k]];
   // Every finished point whose reference finished (all of them unless interrupted), in the scenario's order.
   std::vector<TrainingResult> out;

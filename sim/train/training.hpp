@@ -23,9 +23,10 @@ struct TrainingOptions {
   // cluster.nodes); 0: the memory available on this machine (MemAvailable), < 0: no check.
   double max_memory = 0;
   // Progress of run_training, from its worker threads one call at a time: after each finished simulation,
-  // and now and then while they run (`done`: the finished simulations plus the finished share of the tasks
-  // of each one running).
-  std::function<void(double done, size_t total)> progress;
+  // and now and then while they run. `fraction`: the work done, each simulation weighed by its task count
+  // (its memory estimate's), a running one by the share of its tasks that have ended; `done` of `total`
+  // simulations have finished.
+  std::function<void(double fraction, size_t done, size_t total)> progress;
   // Points (strategy label, node count) not to run: rows a resumed sweep has already. A reference still runs
   // when another point needs it, and is not reported when skipped.
   std::function<bool(const std::string& strategy, int64_t nodes)> skip;
@@ -38,13 +39,16 @@ struct TrainingOptions {
 int usable_cpus();
 
 // Runs task(k, share) for k = 0..count-1 on up to `threads` threads (0: usable_cpus()), taking them in index
-// order, and calls progress(done, count) after each (one call at a time), `done` counting the finished tasks
-// and, for each task running, the share of it done as it last said by calling share(f), f in [0, 1] (which
+// order, and calls progress(fraction, done, count) after each (one call at a time). `done` counts the
+// finished tasks; `fraction` is the work done, task k weighing weights[k] (all alike when `weights` is empty
+// or sums to 0), a running one the share of it done as it last said by calling share(f), f in [0, 1] (which
 // calls progress too). After SIGINT/SIGTERM it takes no new ones. Rethrows the first task's exception (by
 // index) once every thread has ended; otherwise returns which tasks ran to the end.
 std::vector<bool> run_parallel(
-    size_t count, int threads, const std::function<void(double done, size_t total)>& progress,
-    const std::function<void(size_t k, const std::function<void(double)>& share)>& task);
+    size_t count, int threads,
+    const std::function<void(double fraction, size_t done, size_t total)>& progress,
+    const std::function<void(size_t k, const std::function<void(double)>& share)>& task,
+    std::vector<double> weights = {});
 
 struct TrainingResult {
   std::string strategy;       // the strategy's label

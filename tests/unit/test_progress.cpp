@@ -1,5 +1,5 @@
-// Progress of long runs: run_parallel counts each running simulation by the share of it done, and the Engine
-// reports the share of its tasks that have ended while it runs.
+// Progress of long runs: run_parallel counts each running simulation by the share of it done, weighed by its
+// size, and the Engine reports the share of its tasks that have ended while it runs.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -10,16 +10,28 @@
 namespace ddlsim {
 namespace {
 
-// One thread, three tasks, each saying it is half done before it ends: done = finished + the running share,
-// so progress goes 0.5, 1, 1.5, 2, 2.5, 3 (of 3).
+// One thread, three tasks, each saying it is half done before it ends. Alike, the work done goes 0.5, 1, 1.5,
+// 2, 2.5, 3 of 3; weighed 1, 2, 5 (of 8): 0.5, 1, 2, 3, 5.5, 8 of 8. `done` counts the finished ones.
 TEST(Progress, RunParallelCountsTheShareOfTheRunningTask) {
-  std::vector<double> seen;
-  std::vector<bool> ran = run_parallel(
-      3, 1, [&](double done, size_t total) { seen.push_back(done / static_cast<double>(total)); },
-      [&](size_t, const std::function<void(double)>& share) { share(0.5); });
-  EXPECT_EQ(ran, (std::vector<bool>{true, true, true}));
-  ASSERT_EQ(seen.size(), 6u);
-  for (size_t i = 0; i < seen.size(); ++i) EXPECT_DOUBLE_EQ(seen[i], 0.5 * static_cast<double>(i + 1) / 3);
+  for (const std::vector<double>& weights : {std::vector<double>{}, std::vector<double>{1, 2, 5}}) {
+    std::vector<double> seen;
+    std::vector<size_t> done;
+    std::vector<bool> ran = run_parallel(
+        3, 1,
+        [&](double fraction, size_t d, size_t total) {
+          EXPECT_EQ(total, 3u);
+          seen.push_back(fraction);
+          done.push_back(d);
+        },
+        [&](size_t, const std::function<void(double)>& share) { share(0.5); }, weights);
+    EXPECT_EQ(ran, (std::vector<bool>{true, true, true}));
+    const std::vector<double> want = weights.empty() ? std::vector<double>{0.5, 1, 1.5, 2, 2.5, 3}
+                                                     : std::vector<double>{0.5, 1, 2, 3, 5.5, 8};
+    const double all = weights.empty() ? 3 : 8;
+    ASSERT_EQ(seen.size(), want.size());
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_DOUBLE_EQ(seen[i], want[i] / all) << i;
+    EXPECT_EQ(done, (std::vector<size_t>{0, 1, 1, 2, 2, 3}));
+  }
 }
 
 // Without a progress callback a task gets an empty share function (nothing to call).
