@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
@@ -14,13 +15,17 @@ namespace ddlsim::cli {
 
 namespace {
 
-// Collective time or training step time of one strategy at one node count.
-double strategy_time(const Scenario& sc, const Strategy& st, int64_t nodes) {
+// Collective time or training step time of one strategy at one node count; a training run tells `part` now
+// and then the share of it done.
+double strategy_time(const Scenario& sc, const Strategy& st, int64_t nodes,
+                     const std::function<void(double)>& part) {
   if (sc.collective) return run_collective_workload(sc.cluster, *sc.collective, st, nodes).time_s;
   Scenario one = sc;
   one.strategies = {st};
   one.reference_gpus = sc.cluster.gpus_per_node * nodes;  // no separate reference run needed
-  return run_training(one, {nodes}, TrainingOptions{})[0].step_time_s;
+  TrainingOptions opts;
+  if (part) opts.progress = [&](double fraction, size_t, size_t) { part(fraction); };
+  return run_training(one, {nodes}, opts)[0].step_time_s;
 }
 
 }  // namespace
@@ -69,41 +74,58 @@ int crossover_command(const std::vector<std::string>& args) {
   report.title = fmt::format("{}: {} vs {}", sc.name, ps_spec.label, ring.label);
   int64_t overtakes = -1;
   bool ps_was_faster = false;
-  for (int64_t n : counts) {
-    int64_t gpus = n * sc.cluster.gpus_per_node;
-    double t_ring = strategy_time(sc, ring, n), t_ps = strategy_time(sc, ps_spec, n);
-    std::vector<int64_t> ks = server_list;
-    if (ks.empty())
-      for (int64_t k = 1; k <= 2 * gpus; k *= 2) ks.push_back(k);
-    int64_t match = -1;
-    double best = std::numeric_limits<double>::infinity();
-    int64_t best_k = 0;
-    for (int64_t k : ks) {
-      // The same PS strategy with k servers.
-      if (k > 65536) throw InputError({"--servers", 0, 0}, "", "servers must be between 1 and 65536");
-      Strategy with_k = ps_spec;
-      ServerPlacement& placement = std::get<PsOptions>(with_k.options).placement;
-      placement.servers = static_cast<uint32_t>(k);
-      placement.per_node = false;
-      double t = strategy_time(sc, with_k, n);
-      if (t < best) best = t, best_k = k;
-      if (t <= t_ring) {
-        match = k;
-        break;
+  {  // (the bar's line is cleared at the end of this block, before the report)
+    ProgressBar bar(sc.name, "node counts");
+    const auto draw = bar.callback();
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const int64_t n = counts[i];
+      int64_t gpus = n * sc.cluster.gpus_per_node;
+      std::vector<int64_t> ks = server_list;
+      if (ks.empty())
+        for (int64_t k = 1; k <= 2 * gpus; k *= 2) ks.push_back(k);
+      // Progress: each node count a part, each of its runs (the two strategies, then a run per server count
+      // tried) an equal share of it.
+      const double runs = static_cast<double>(2 + ks.size());
+      auto part = [&](size_t run) -> std::function<void(double)> {
+        if (!draw) return {};
+        return [&, run](double f) {
+          draw((static_cast<double>(i) + (static_cast<double>(run) + f) / runs) /
+                   static_cast<double>(counts.size()),
+               i, counts.size());
+        };
+      };
+      double t_ring = strategy_time(sc, ring, n, part(0)), t_ps = strategy_time(sc, ps_spec, n, part(1));
+      int64_t match = -1;
+      double best = std::numeric_limits<double>::infinity();
+      int64_t best_k = 0;
+      for (size_t run = 2; int64_t k : ks) {
+        // The same PS strategy with k servers.
+        if (k > 65536) throw InputError({"--servers", 0, 0}, "", "servers must be between 1 and 65536");
+        Strategy with_k = ps_spec;
+        ServerPlacement& placement = std::get<PsOptions>(with_k.options).placement;
+        placement.servers = static_cast<uint32_t>(k);
+        placement.per_node = false;
+        double t = strategy_time(sc, with_k, n, part(run++));
+        if (t < best) best = t, best_k = k;
+        if (t <= t_ring) {
+          match = k;
+          break;
+        }
       }
+      if (t_ps <= t_ring)
+        ps_was_faster = true;
+      else if (ps_was_faster && overtakes < 0)
+        overtakes = gpus;
+      if (draw) draw(static_cast<double>(i + 1) / static_cast<double>(counts.size()), i + 1, counts.size());
+      report.results.push_back({{"nodes", n},
+                                {"gpus", gpus},
+                                {ring.label + "_s", t_ring},
+                                {ps_spec.label + "_s", t_ps},
+                                {"faster", t_ps <= t_ring ? ps_spec.label : ring.label},
+                                {"servers_to_match", match},
+                                {"best_servers", best_k},
+                                {"best_ps_over_" + ring.label, best / t_ring}});
     }
-    if (t_ps <= t_ring)
-      ps_was_faster = true;
-    else if (ps_was_faster && overtakes < 0)
-      overtakes = gpus;
-    report.results.push_back({{"nodes", n},
-                              {"gpus", gpus},
-                              {ring.label + "_s", t_ring},
-                              {ps_spec.label + "_s", t_ps},
-                              {"faster", t_ps <= t_ring ? ps_spec.label : ring.label},
-                              {"servers_to_match", match},
-                              {"best_servers", best_k},
-                              {"best_ps_over_" + ring.label, best / t_ring}});
   }
   if (overtakes > 0)
     report.notes.push_back(fmt::format("{} overtakes {} at {} GPUs", ring.label, ps_spec.label, overtakes));

@@ -19,8 +19,9 @@ std::string clock_text(double seconds) {
 }
 }  // namespace
 
-ProgressBar::ProgressBar(std::string label)
+ProgressBar::ProgressBar(std::string label, std::string unit)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       enabled_(isatty(STDERR_FILENO) == 1 && std::getenv("CI") == nullptr),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -54,8 +55,8 @@ void ProgressBar::update(double fraction, size_t done, size_t total) {
   auto filled = static_cast<size_t>(fraction * kBarWidth);
   std::string eta = rate > 0 && !last ? "ETA " + clock_text((1 - fraction) / rate) : clock_text(elapsed);
   std::string bar = std::string(filled, '#') + std::string(kBarWidth - filled, '.');
-  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} simulations, {}", label_, bar, fraction * 100, done,
-             total, eta);
+  fmt::print(stderr, "\r\033[K{} [{}] {:3.0f}% {}/{} {}, {}", label_, bar, fraction * 100, done, total, unit_,
+             eta);
   std::fflush(stderr);
   drawn_ = true;
 }

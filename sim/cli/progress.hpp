@@ -15,7 +15,8 @@ namespace ddlsim::cli {
 
 class ProgressBar {
  public:
-  explicit ProgressBar(std::string label);
+  // `unit`: what the done/total counts are.
+  explicit ProgressBar(std::string label, std::string unit = "simulations");
   ~ProgressBar();  // clears the line
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -27,7 +28,7 @@ class ProgressBar {
   void update(double fraction, size_t done, size_t total);
 
  private:
-  std::string label_;
+  std::string label_, unit_;
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, drawn_at_;
