@@ -494,6 +494,45 @@ TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {
   EXPECT_NEAR(local["switch > gpu0"], 640e6, 1);
 }
 
+// Local aggregation on the host (`local_aggregation: cpu`, MXNet's dist_sync): on 2 nodes of
+// topologies/ethernet-25g (4 GPUs on one PCIe switch with the host CPU and the NIC), one dedicated server,
+// n = 40 MB of gradients, 4 simulated steps. Node 1 (no part in the initial broadcast but receiving it):
+//   every GPU, the first included, copies n per step into host memory: gpu_i > pcie0 carries 4·n = 160 MB;
+//   into the CPU go the 4 GPUs' chunks and the pull: pcie0 > cpu carries 4·(4·n + n) = 800 MB;
+//   out of the CPU go the push and a copy of the pull into each GPU: cpu > pcie0 carries 4·(n + 4·n) = 800
+//   MB; each GPU receives the pull's copy and the initial broadcast: pcie0 > gpu_i carries 4·n + n = 200 MB.
+// On the first GPU instead (`gpu`), nothing crosses into the CPU, and GPU 0 takes in the 3 other chunks and
+// the pull: pcie0 > gpu0 carries 4·(3·n + n) + n = 680 MB. The server's cable carries 4·2·n = 320 MB each way
+// in both.
+TEST(TrainingClosedForms, LocalAggregationOnTheHostGoesThroughHostMemory) {
+  auto loads = [](const char* where) {
+    return link_bytes(
+        fmt::format("name: t\n"
+                    "cluster: {{topology: ethernet-25g, nodes: 2}}\n"
+                    "workload:\n"
+                    "  model: {{name: m, layers: [{{params: 10000000, forward_flops: 1GFLOP}}]}}\n"
+                    "  batch_per_gpu: 1\n"
+                    "  steps: 3\n"
+                    "strategies: [{{name: ps, servers: 1, placement: dedicated, chunk_size: 100MB, "
+                    "local_aggregation: {}}}]\n",
+                    where),
+        2);
+  };
+  std::map<std::string, double> cpu = loads("cpu"), gpu = loads("gpu");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(cpu[fmt::format("n1.gpu{} > n1.pcie0", i)], 160e6, 1) << i;
+    EXPECT_NEAR(cpu[fmt::format("n1.pcie0 > n1.gpu{}", i)], 200e6, 1) << i;
+  }
+  EXPECT_NEAR(cpu["n1.pcie0 > n1.cpu"], 800e6, 1);
+  EXPECT_NEAR(cpu["n1.cpu > n1.pcie0"], 800e6, 1);
+  EXPECT_EQ(gpu.count("n1.pcie0 > n1.cpu"), 0u);
+  EXPECT_NEAR(gpu["n1.pcie0 > n1.gpu0"], 680e6, 1);
+  for (const auto* m : {&cpu, &gpu}) {
+    EXPECT_NEAR(m->at("server0 > leaf0"), 320e6, 1);
+    EXPECT_NEAR(m->at("leaf0 > server0"), 320e6, 1);
+  }
+}
+
 // Sharding by variable sends each layer's gradients to its own server as one message, whatever chunk_size
 // (8 MB by default) would slice: 4 layers of 0.5e6 parameters (2 MB each, together less than one chunk),
 // round-robin over 4 servers, one layer each. Per step every server receives 2 MB from each of the p = 4

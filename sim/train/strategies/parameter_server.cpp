@@ -81,8 +81,12 @@ class PsStep : public StepBuilder {
     std::vector<std::vector<TaskId>> pulls(p);
     TaskId barrier = g.add_delay(Time(), Category::Other, -1, k, g.label("ssp clock"));
     // Who pushes: every worker, or with local aggregation each node's first GPU (the leader), after the
-    // node's other GPUs sent it their chunk over the node's links and it summed them on the GPU.
+    // node's other GPUs sent it their chunk over the node's links and it summed them on the GPU; on the host
+    // (aggregate_on_host), the node's CPU, after every GPU of the node copied its chunk into host memory and
+    // the CPU summed them. The pulls come back to the leader or to host memory, and from there to the GPUs.
     const uint32_t G = o_.local_aggregation ? static_cast<uint32_t>(c.gpus_per_node) : 1;
+    const bool on_host = G > 1 && o_.aggregate_on_host;
+    auto node_host = [&](uint32_t w) { return c.cpus[w / static_cast<uint32_t>(c.gpus_per_node)]; };
     uint32_t l_local = G > 1 ? g.label("local aggregate") : 0,
              l_fanout = G > 1 ? g.label("local broadcast") : 0;
     // One shard's pulls by every pusher, after `updated` (sync: the shard's update or the step's token) or,
@@ -101,13 +105,17 @@ class PsStep : public StepBuilder {
         TaskId sent =
             serial(host_work(sync ? updated : sh.aggs[w], sh.bytes, server_cpu_[sh.j], w, l_send, sh.server),
                    sh.bytes, w, sh.j, true, sh.server);
-        TaskId pull = g.add_transfer(sh.server, c.gpus[w], sh.bytes, static_cast<int32_t>(w), k, l_pull);
+        const VertexId at = on_host ? node_host(w) : c.gpus[w];
+        TaskId pull = g.add_transfer(sh.server, at, sh.bytes, static_cast<int32_t>(w), k, l_pull);
         g.depend(sent, pull);
         TaskId pulled = host_work(pull, sh.bytes, worker_cpu(c, w), w, l_recv);
-        pulls[w].push_back(pulled);
-        if (layerwise) ctx.pulled[w][sh.ch].push_back(pulled);
-        for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {  // the leader hands the shard on
-          TaskId t = g.add_transfer(c.gpus[w], c.gpus[i], sh.bytes, static_cast<int32_t>(i), k, l_fanout);
+        if (!on_host) {
+          pulls[w].push_back(pulled);
+          if (layerwise) ctx.pulled[w][sh.ch].push_back(pulled);
+        }
+        // The leader, or host memory, hands the shard on.
+        for (uint32_t i = on_host ? w : w + 1; i < std::min(p, w + G); ++i) {
+          TaskId t = g.add_transfer(at, c.gpus[i], sh.bytes, static_cast<int32_t>(i), k, l_fanout);
           g.depend(pulled, t);
           pulls[i].push_back(t);
           if (layerwise) ctx.pulled[i][sh.ch].push_back(t);
@@ -120,12 +128,16 @@ class PsStep : public StepBuilder {
         ready[w] = ctx.backward[w][ch];
         if (G == 1) continue;
         const double chunk = ctx.buckets[ch].bytes;
-        TaskId sum = g.add_compute(ctx.gpu[w],
-                                   Time::from_seconds(c.comm.reduce_seconds(chunk * (G - 1), chunk, false)),
-                                   static_cast<int32_t>(w), k, l_local);
-        g.depend(ctx.backward[w][ch], sum);
-        for (uint32_t i = w + 1; i < std::min(p, w + G); ++i) {
-          TaskId t = g.add_transfer(c.gpus[i], c.gpus[w], chunk, static_cast<int32_t>(i), k, l_local);
+        const Time summing = Time::from_seconds(c.comm.reduce_seconds(chunk * (G - 1), chunk, on_host));
+        // On the host the sums of one node run one at a time at its memory's rate, the rate its colocated
+        // servers' accumulator has (the same resource).
+        TaskId sum = on_host ? g.add_delay(summing, Category::Communication, static_cast<int32_t>(w), k,
+                                           l_local, host_sum_[w / static_cast<uint32_t>(c.gpus_per_node)])
+                             : g.add_compute(ctx.gpu[w], summing, static_cast<int32_t>(w), k, l_local);
+        if (!on_host) g.depend(ctx.backward[w][ch], sum);
+        for (uint32_t i = on_host ? w : w + 1; i < std::min(p, w + G); ++i) {
+          TaskId t = g.add_transfer(c.gpus[i], on_host ? node_host(w) : c.gpus[w], chunk,
+                                    static_cast<int32_t>(i), k, l_local);
           g.depend(ctx.backward[i][ch], t);
           g.depend(t, sum);
         }
@@ -157,7 +169,8 @@ class PsStep : public StepBuilder {
         for (uint32_t w = 0; w < p; w += G) {
           TaskId sent = serial(host_work(ready[w], sh.bytes, worker_cpu(c, w), w, l_send), sh.bytes, w, j,
                                false, sh.server);
-          TaskId push = g.add_transfer(c.gpus[w], sh.server, sh.bytes, static_cast<int32_t>(w), k, l_push);
+          TaskId push = g.add_transfer(on_host ? node_host(w) : c.gpus[w], sh.server, sh.bytes,
+                                       static_cast<int32_t>(w), k, l_push);
           g.depend(sent, push);
           TaskId received = host_work(push, sh.bytes, server_cpu_[j], w, l_recv, sh.server);
           // sync: the push is summed into the shard's accumulator (12 bytes of traffic per parameter);
@@ -219,6 +232,11 @@ class PsStep : public StepBuilder {
       host_of_server_.push_back(host_acc[host]);
       if (host_acc[host] == accumulator_.size()) accumulator_.push_back(g.add_resource());
     }
+    if (o_.aggregate_on_host)  // a worker node's sums: its colocated servers' accumulator, else its own
+      for (size_t n = 0; n < c.cpus.size(); ++n)
+        host_sum_.push_back(!o_.placement.dedicated && n < host_acc.size() && host_acc[n] != UINT32_MAX
+                                ? accumulator_[host_acc[n]]
+                                : g.add_resource());
     if (!transport.spends_cpu()) {  // no host CPU work: no cores
       node_cpu_.assign(c.cpus.size(), kNoResource);
       server_cpu_.assign(K, kNoResource);
@@ -277,6 +295,7 @@ class PsStep : public StepBuilder {
   uint32_t K_ = 0;                        // servers (at the first step: their count on this cluster)
   std::vector<uint32_t> accumulator_;     // per host holding servers
   std::vector<uint32_t> host_of_server_;  // index into accumulator_ per server
+  std::vector<uint32_t> host_sum_;        // per worker node, aggregate_on_host: the resource its sums run on
   std::vector<uint32_t> node_cpu_;        // per worker node: its cores (costly transports only)
   std::vector<uint32_t> server_cpu_;      // per server: its host's cores (costly transports only)
   // Serial stages: 2·((worker, server, pull) index) for a connection's, 2·(sending process) + 1 for a
@@ -336,7 +355,18 @@ void configure_ps(Strategy& s, const OptionReader& o) {
         o.fail("bigarray_bound", "bigarray_bound applies to sharding: mxnet only");
       ps.bigarray_bound = v;
     }
-    if (o.has("local_aggregation")) ps.local_aggregation = o.boolean("local_aggregation");
+    if (o.has("local_aggregation")) {
+      const std::string v = o.text("local_aggregation");
+      if (v == "gpu" || v == "cpu") {
+        ps.local_aggregation = true;
+        ps.aggregate_on_host = v == "cpu";
+      } else if (v == "true" || v == "false" || v == "yes" || v == "no" || v == "on" || v == "off") {
+        ps.local_aggregation = o.boolean("local_aggregation");  // true: on the GPU
+      } else {
+        o.fail("local_aggregation",
+               fmt::format("expected false, true (on the node's first GPU), gpu or cpu, got \"{}\"", v));
+      }
+    }
     if (o.has("global_barrier")) {
       ps.global_barrier = o.boolean("global_barrier");
       if (ps.global_barrier && ps.mode != PsMode::Sync)

@@ -77,8 +77,12 @@ struct PsOptions {
   Where transport_where;
   int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
   // The GPUs of a node sum their gradients on its first GPU, which alone pushes and pulls, then hands the
-  // pulled shards to the others (TF's replicated mode with parameter servers, MXNet dist_sync_device).
+  // pulled shards to the others (MXNet dist_device_sync); with aggregate_on_host, on the node's host CPU
+  // instead: every GPU copies its gradients to host memory, the CPU sums them and pushes, and the pulled
+  // shards are copied from host memory into every GPU (MXNet dist_sync; tf_cnn_benchmarks' distributed
+  // parameter_server mode of 2017, whose tower averaging ran on the worker's CPU).
   bool local_aggregation = false;
+  bool aggregate_on_host = false;
   // sync: no worker pulls a step's shards before every server updated its own (TensorFlow's
   // SyncReplicasOptimizer and its token queue); otherwise each shard is pulled once it is updated.
   bool global_barrier = false;
