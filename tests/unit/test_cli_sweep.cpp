@@ -65,18 +65,24 @@ TEST(CliSweep, JobsRunSimulationsAtOnceWithTheSameResults) {
 
 // SIGINT during a sweep: the simulations in flight are abandoned, the finished rows (whose reference
 // finished) are printed as complete CSV rows, one line on stderr says so, and the exit status is 128 + 2. The
-// sweep is long enough (nine counts up to 1024 GPUs, one thread) that the signal after 1 s always lands
-// mid-run.
+// signal is sent once the first row has been streamed (so that there is one to print, however slow the
+// machine or the build), and the sweep is long enough (nine counts up to 1024 GPUs, one thread) that it
+// always lands mid-run.
 TEST(CliSweep, InterruptPrintsTheFinishedRowsAndExits130) {
   std::string out = testing::TempDir() + "ddlsim-interrupt.csv",
-              err = testing::TempDir() + "ddlsim-interrupt.err";
-  // popen's shell runs the sweep in the background and interrupts it after a second. 1000 steps a point keep
-  // the whole sweep far longer than that (about 20 s on the project's VM; the scenario's own 12 steps take
-  // under one).
+              err = testing::TempDir() + "ddlsim-interrupt.err",
+              stream = testing::TempDir() + "ddlsim-interrupt-stream.csv";
+  std::remove(stream.c_str());
+  // popen's shell runs the sweep in the background, waits (up to 120 s) until its stream has a header and a
+  // row, and interrupts it. 1000 steps a point keep the whole sweep far longer than its first rows (about 20
+  // s on the project's VM; the scenario's own 12 steps take under one).
   std::string cmd = std::string("'") + DDLSIM_BINARY + "' sweep '" + DDLSIM_SOURCE_DIR +
                     "/scenarios/aach2023/resnet50-dali-cpu.yaml' --nodes 1,2,4,8,16,32,64,128,256 --jobs 1 "
-                    "--set workload.steps=1000 --format csv > '" +
-                    out + "' 2> '" + err + "' & p=$!; sleep 1; kill -INT $p; wait $p; echo $?";
+                    "--set workload.steps=1000 --stream '" +
+                    stream + "' --format csv > '" + out + "' 2> '" + err +
+                    "' & p=$!; i=0; while [ $i -lt 1200 ] && [ \"$({ wc -l < '" + stream +
+                    "'; } 2>/dev/null || echo 0)\" -lt 2 ]; do sleep 0.1; i=$((i + 1)); done; kill -INT $p; "
+                    "wait $p; echo $?";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   char buf[64] = {};
@@ -90,10 +96,12 @@ TEST(CliSweep, InterruptPrintsTheFinishedRowsAndExits130) {
   std::string csv = slurp(out), message = slurp(err);
   EXPECT_NE(message.find("ddlsim: interrupted by SIGINT; printed the "), std::string::npos) << message;
   ddlsim::CsvTable t = ddlsim::parse_csv(csv, "interrupted sweep");
+  EXPECT_GE(t.rows.size(), 1u);   // the streamed one at least
   EXPECT_LT(t.rows.size(), 18u);  // not all 9 counts x 2 strategies
   for (const auto& r : t.rows) EXPECT_GT(std::stod(r[t.column("efficiency")]), 0) << csv;
   std::remove(out.c_str());
   std::remove(err.c_str());
+  std::remove(stream.c_str());
 }
 
 namespace {
