@@ -273,6 +273,14 @@ void YamlNode::apply_override(const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw InputError({"--set", 0, 0}, key, "cannot parse value: " + e.msg);
   }
+  try {  // a map value's duplicate keys, as in a file (`--set 'strategies=[{name: ps, servers: 1, servers:
+         // 2}]'`)
+    check_unique_keys(value, assignment.substr(eq + 1), "--set");
+  } catch (const InputError& e) {
+    const std::string& inner = e.key_path();  // "[0].servers" below a list, "model" below a map
+    throw InputError({"--set", 0, 0}, inner.starts_with('[') ? key + inner : join_path(key, inner),
+                     e.message());
+  }
   if (key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos)
     throw InputError({"--set", 0, 0}, key, "a key part is empty: parts are names separated by single dots");
   std::vector<std::string> parts;
