@@ -13,6 +13,30 @@
 
 namespace ddlsim::cli {
 
+namespace {
+
+// What a parameter-server strategy does at `nodes` nodes, in one line.
+std::string ps_summary(const std::string& label, const PsOptions& ps, int64_t nodes) {
+  static constexpr const char* kSharding[] = {"range (every chunk over all servers)",
+                                              "partition (whole chunks, round robin)",
+                                              "round-robin by variable", "greedy by variable", "mxnet keys"};
+  static constexpr const char* kMode[] = {"sync", "async", "ssp"};
+  const uint32_t k = ps.placement.count(static_cast<size_t>(nodes));
+  std::string mode = kMode[static_cast<int>(ps.mode)];
+  if (ps.mode == PsMode::Ssp) mode += fmt::format(" (staleness {})", ps.staleness);
+  if (ps.global_barrier) mode += " with a global barrier";
+  return fmt::format("  {}: {} server{} {}, sharding {}, {}, local aggregation {}, transport {}\n", label, k,
+                     k == 1 ? "" : "s",
+                     ps.placement.dedicated ? "on dedicated hosts" : "colocated with workers",
+                     kSharding[static_cast<int>(ps.sharding)], mode,
+                     !ps.local_aggregation  ? "none (every GPU pushes)"
+                     : ps.aggregate_on_host ? "in host memory (cpu)"
+                                            : "on each node's first GPU (gpu)",
+                     ps.transport);
+}
+
+}  // namespace
+
 int describe_command(const std::vector<std::string>& args) {
   CommandSpec spec(
       "describe", "SCENARIO.yaml|TOPOLOGY.yaml [--nodes N] [--set KEY=VALUE ...]",
@@ -197,6 +221,8 @@ int describe_command(const std::vector<std::string>& args) {
                                        ? " (no algorithm given: NCCL's choice under its protocols)"
                                        : "");
         }
+        if (const auto* ps = std::get_if<PsOptions>(&st.options))
+          std::cout << ps_summary(st.label, *ps, nodes);
         MemoryEstimate e = MemoryModel(sc, st).at(nodes);
         std::cout << fmt::format(
             "  run of {} at {} nodes: about {:.3g} tasks over {} steps, up to {:.3g} flows at once, {:.3g} "

@@ -108,6 +108,21 @@ TEST(ShippedScenarios, DescribePrintsEachStrategysRunEstimate) {
   }
 }
 
+// A parameter-server strategy is described in one line: the Horovod guide's TF-PS at 32 nodes has one server
+// per node (servers: per-node), greedy placement of whole variables, SyncReplicasOptimizer's barrier, the
+// towers summed in host memory and TensorFlow 1.3's gRPC.
+TEST(ShippedScenarios, DescribeSaysWhatEachParameterServerStrategyDoes) {
+  const std::string file = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/horovod-guide-128gpu.yaml";
+  auto [status, out] =
+      ddlsim_test::run_ddlsim("describe '" + file + "' --nodes 32", ddlsim_test::Capture::Both);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(
+      out.find("tensorflow-ps: 32 servers colocated with workers, sharding greedy by variable, sync with a "
+               "global barrier, local aggregation in host memory (cpu), transport tf13-grpc"),
+      std::string::npos)
+      << out;
+}
+
 TEST(ShippedScenarios, DescribePrintsNcclsChoicePerSize) {
   // JUWELS Booster runs NCCL's protocols: describe prints, per size, the tuner's protocol for a ring over all
   // GPUs and, across nodes, the algorithm and protocol a hierarchical allreduce with inter_node auto runs:
