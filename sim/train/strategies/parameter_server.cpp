@@ -360,11 +360,13 @@ void configure_ps(Strategy& s, const OptionReader& o) {
       if (v == "gpu" || v == "cpu") {
         ps.local_aggregation = true;
         ps.aggregate_on_host = v == "cpu";
-      } else if (v == "true" || v == "false" || v == "yes" || v == "no" || v == "on" || v == "off") {
-        ps.local_aggregation = o.boolean("local_aggregation");  // true: on the GPU
       } else {
-        o.fail("local_aggregation",
-               fmt::format("expected false, true (on the node's first GPU), gpu or cpu, got \"{}\"", v));
+        try {
+          ps.local_aggregation = o.boolean("local_aggregation");  // true: on the GPU
+        } catch (const InputError&) {
+          o.fail("local_aggregation",
+                 fmt::format("expected false, true (on the node's first GPU), gpu or cpu, got \"{}\"", v));
+        }
       }
     }
     if (o.has("global_barrier")) {
