@@ -273,8 +273,8 @@ void YamlNode::apply_override(const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw InputError({"--set", 0, 0}, key, "cannot parse value: " + e.msg);
   }
-  try {  // a map value's duplicate keys, as in a file (`--set 'strategies=[{name: ps, servers: 1, servers:
-         // 2}]'`)
+  // A map value's duplicate keys are refused as in a file (`{name: ps, servers: 1, servers: 2}`).
+  try {
     check_unique_keys(value, assignment.substr(eq + 1), "--set");
   } catch (const InputError& e) {
     const std::string& inner = e.key_path();  // "[0].servers" below a list, "model" below a map

@@ -26,7 +26,8 @@ Time Engine::run() {
   for (uint32_t instants = 0;; ++instants) {
     if ((instants & 4095) == 0) {
       throw_if_interrupted();  // SIGINT/SIGTERM: abandon this simulation
-      if (progress_) progress_(static_cast<double>(ended_) / static_cast<double>(graph_.size()));
+      if (progress_ && graph_.size() > 0)
+        progress_(static_cast<double>(ended_) / static_cast<double>(graph_.size()));
     }
     Time t = std::min(net.next_completion(), events_.next_time());
     if (t == Time::max()) break;
