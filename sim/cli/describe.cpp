@@ -55,11 +55,9 @@ int describe_command(const std::vector<std::string>& args) {
       a.get<std::vector<std::string>>("set").value_or(std::vector<std::string>{});
   YamlNode doc = YamlNode::load_file(a.positional[0]);
   for (const std::string& s : overrides) doc.apply_override(s);
+  // A topology file is a cluster without a `topology:` key: parsed as it is, so --set reaches it.
   YamlNode cluster_node = doc.has("cluster") ? doc["cluster"] : doc;
-  ClusterConfig cluster = parse_cluster(
-      doc.has("cluster") ? cluster_node
-                         : YamlNode::load_string(fmt::format("topology: {}", a.positional[0]), "describe"),
-      false);
+  ClusterConfig cluster = parse_cluster(cluster_node, false);
   int64_t nodes =
       count_option(a, "nodes", 1).value_or(cluster.node_counts.empty() ? 2 : cluster.node_counts.front());
   check_node_counts(cluster, {nodes}, command_line("--nodes"));
