@@ -110,6 +110,12 @@ int describe_command(const std::vector<std::string>& args) {
         "  hierarchical allreduces with a ring or a double tree between nodes pipeline chunks of {} per "
         "channel (pipeline_chunk)\n",
         format_bytes(Bytes{c.comm.pipeline_chunk_bytes()}));
+  if (c.nvls)
+    std::cout << fmt::format(
+        "  NVLS chunks of {} (nvls_chunk), NVLSTree's at most {} (nvls_tree_max_chunk)\n",
+        format_bytes(Bytes{c.comm.nvls_chunk}),
+        c.comm.nvls_tree_max_chunk > 0 ? format_bytes(Bytes{c.comm.nvls_tree_max_chunk})
+                                       : std::string("that below 4 nodes and 64 KiB from 4, as NCCL"));
   if (c.comm.incast.on()) {
     std::string curve;
     for (const auto& [n, g] : c.comm.incast.points)

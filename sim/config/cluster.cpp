@@ -372,7 +372,9 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
                     "incast",
                     "protocols",
                     "net_latency",
-                    "pipeline_chunk"});
+                    "pipeline_chunk",
+                    "nvls_chunk",
+                    "nvls_tree_max_chunk"});
   CommModel m = base;
   // A calibration file is applied on the base; keys next to `calibration:` override it.
   if (auto cal = comm.get("calibration")) {
@@ -428,6 +430,13 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
       if (!(m.pipeline_chunk > 0)) pc->fail("pipeline_chunk must be a positive size (e.g. 2MiB) or none");
     }
   }
+  for (auto [key, out] :
+       {std::pair{"nvls_chunk", &m.nvls_chunk}, {"nvls_tree_max_chunk", &m.nvls_tree_max_chunk}})
+    if (auto c = comm.get(key)) {
+      *out = c->as_bytes().value;
+      if (!(*out >= 1024 && *out <= 64 * 1024 * 1024))
+        c->fail(fmt::format("{} must be between 1KiB and 64MiB", key));
+    }
   if (auto mp = comm.get("multipath")) {
     int64_t k = mp->as_int();
     if (k < 1 || k > 64) mp->fail("multipath must be between 1 and 64");

@@ -83,6 +83,12 @@ struct CommModel {
   double pipeline_chunk_bytes() const {
     return pipeline_chunk >= 0 ? pipeline_chunk : nccl_protocols ? 2.0 * 1024 * 1024 : 0;
   }
+  // NCCL's NVLS chunk (`nvls_chunk`, NCCL_NVLS_CHUNKSIZE): the most bytes a head moves per channel in one
+  // loop of NVLS and NVLSTree; NCCL's default 128 KiB (src/transport/nvls.cc). `nvls_tree_max_chunk`
+  // (NCCL_NVLSTREE_MAX_CHUNKSIZE) caps NVLSTree's; 0: NCCL's default, 64 KiB from 4 nodes and nvls_chunk
+  // below. Both are set per platform (aws-ofi-nccl sets both to 512 KiB on AWS p5).
+  double nvls_chunk = 128 * 1024;
+  double nvls_tree_max_chunk = 0;
   // Share of a fabric link's line rate that carries payload, for all its flows together (framing and
   // protocol headers); the cluster's fabric links are built at line rate x this. One flow's `efficiency`
   // (inter) is a fraction of that.

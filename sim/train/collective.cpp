@@ -663,15 +663,15 @@ class ParameterServerPlan : public CollectivePlan {
 // to all GPUs at once (multimem.st). Per GPU and direction that moves n(1 + 1/G) bytes: the switch reads
 // every head's slice from each GPU once (n), and each GPU, the head of one slice in G, fetches its slice's
 // sum and stores it (n/G). NCCL cuts the buffer into loops of channels x G heads x chunk bytes, its chunk
-// by calcCollChunking (src/enqueue.cc: 128 KiB, NCCL_NVLS_CHUNKSIZE, halved to 64, 32 and 16 KiB below 64,
-// 8 and 2 loops' worth of 128 KiB, 64 KiB and 32 KiB chunks). Loop l goes up in round l and its sums come
+// by calcCollChunking (src/enqueue.cc: NCCL_NVLS_CHUNKSIZE, 128 KiB by default, cut to 64, 32 and 16 KiB
+// below 64, 8 and 2 loops' worth of the chunk it has so far). Loop l goes up in round l and its sums come
 // down in round l + 1, so a loop's reduction overlaps the next one's reads.
 class NvlsPlan : public CollectivePlan {
  public:
-  NvlsPlan(uint32_t g, double n, uint32_t channels)
-      : CollectivePlan(g + 1, loops(n, loop_bytes(n, g, channels)) + 1, n),
+  NvlsPlan(uint32_t g, double n, uint32_t channels, double max_chunk)
+      : CollectivePlan(g + 1, loops(n, loop_bytes(n, g, channels, max_chunk)) + 1, n),
         g_(g),
-        loop_(loop_bytes(n, g, channels)) {}
+        loop_(loop_bytes(n, g, channels, max_chunk)) {}
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     const uint32_t k = rounds_ - 1;
     if (r < g_ && s < k) out.push_back({g_, moved(s)});
@@ -687,12 +687,11 @@ class NvlsPlan : public CollectivePlan {
   uint32_t round_class(uint32_t s) const override { return s >= 1 && s + 2 < rounds_ ? 1 : s + 2; }
 
  private:
-  static double loop_bytes(double n, uint32_t g, uint32_t channels) {
+  static double loop_bytes(double n, uint32_t g, uint32_t channels, double chunk) {
     const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
-    double chunk = 128 * 1024;
-    if (n < 64 * ops * chunk) chunk = 64 * 1024;
-    if (n < 8 * ops * chunk) chunk = 32 * 1024;
-    if (n < 2 * ops * chunk) chunk = 16 * 1024;
+    if (n < 64 * ops * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
+    if (n < 8 * ops * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
+    if (n < 2 * ops * chunk && chunk > 16 * 1024) chunk = 16 * 1024;
     return ops * chunk;
   }
   static uint32_t loops(double n, double loop) {
@@ -709,9 +708,10 @@ class NvlsPlan : public CollectivePlan {
 // src/device/all_reduce.h): members 0..p-1 are the GPUs, node-major, G per node; member p + i is node i's
 // NVSwitch. Every GPU is the head of one slice in G, and the heads of a slice, one per node, run the trees
 // over the nodes through their own NICs. NCCL cuts the buffer into loops of channels x G heads x chunk bytes,
-// its chunk by calcCollChunking (src/enqueue.cc, NVLS_TREE: NCCL_NVLS_CHUNKSIZE, 128 KiB, capped at 64 KiB
-// from 4 nodes (src/transport/nvls.cc, NVLSTREE_MAX_CHUNKSIZE), then 64 KiB below 4 loops' worth and 32 KiB
-// below one). Loop l, in rounds after l:
+// its chunk by calcCollChunking (src/enqueue.cc, NVLS_TREE: NCCL_NVLS_CHUNKSIZE, 128 KiB by default, capped
+// by NCCL_NVLSTREE_MAX_CHUNKSIZE, by default 64 KiB from 4 nodes (src/transport/nvls.cc), then cut to 256,
+// 128, 64 and 32 KiB below 32, 16, 4 and 1 loops' worth of the chunk it has so far). Loop l, in rounds after
+// l:
 //   0: every GPU hands its loop to its switch (n_l: the switch reads every slice of it);
 //   1: the switch sends each head its slice summed over the node (n_l/G);
 //   2 + k: a head at height k in a tree sends that tree's half of its slice (n_l/2G), summed with its
@@ -722,10 +722,13 @@ class NvlsPlan : public CollectivePlan {
 // Per GPU and direction that is n(1 + 1/G) over NVLink, as NVLS on one node, and n/G through its NIC.
 class NvlsTreePlan : public CollectivePlan {
  public:
-  NvlsTreePlan(uint32_t p, uint32_t g, double n, uint32_t channels)
+  NvlsTreePlan(uint32_t p, uint32_t g, double n, uint32_t channels, double nvls_chunk, double max_chunk)
       : CollectivePlan(p + p / g, 0, n), g_(g), nodes_(p / g), trees_(p / g, 2) {
     const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
-    double chunk = nodes_ >= 4 ? 64 * 1024 : 128 * 1024;
+    if (max_chunk <= 0) max_chunk = nodes_ >= 4 ? 64 * 1024 : nvls_chunk;
+    double chunk = std::min(nvls_chunk, max_chunk);
+    if (n < 32 * ops * chunk && chunk > 256 * 1024) chunk = 256 * 1024;
+    if (n < 16 * ops * chunk && chunk > 128 * 1024) chunk = 128 * 1024;
     if (n < 4 * ops * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
     if (n < ops * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
     loop_ = ops * chunk;
@@ -1112,13 +1115,14 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (across nodes: "
             "nvls-tree)",
             p, c.ranks_per_node));
-      return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels));
+      return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels), c.nvls_chunk);
     case Algorithm::NvlsTree:
       if (c.ranks_per_node < 2 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
         throw std::invalid_argument(fmt::format(
             "nvls-tree runs on at least 2 nodes of at least 2 GPUs each, not {} ranks at {} per node", p,
             c.ranks_per_node));
-      return std::make_unique<NvlsTreePlan>(p, c.ranks_per_node, c.bytes, std::max<uint32_t>(1, c.channels));
+      return std::make_unique<NvlsTreePlan>(p, c.ranks_per_node, c.bytes, std::max<uint32_t>(1, c.channels),
+                                            c.nvls_chunk, c.nvls_tree_max_chunk);
     case Algorithm::CollNet:
       if (c.ranks_per_node < 1 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
         throw std::invalid_argument(fmt::format(

@@ -149,6 +149,8 @@ struct CollectiveShape {
   // channels for its tuner (the plan itself runs one ring or double tree per local rank between nodes). For
   // Nvls, NCCL's NVLS channels (they set its loop size).
   uint32_t channels = 1;
+  // For Nvls and NvlsTree: NCCL's chunk and NVLSTree's cap on it (CommModel::nvls_chunk; 0: NCCL's default).
+  double nvls_chunk = 128 * 1024, nvls_tree_max_chunk = 0;
   // For Hierarchical with a ring between nodes: chunks pipelined through its phases, as NCCL runs its
   // algorithms across nodes (at most kMaxPipelineChunks); 1: the phases one after the other.
   uint32_t chunks = 1;

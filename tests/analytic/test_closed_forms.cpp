@@ -583,7 +583,8 @@ TEST(ClosedForm, NvlsTreeAcrossNodes) {
   //   NIC-bound (C = 5 GB/s):       dT = L / (G·C)  (the two halves share the NIC; streamed behind loop 0)
   // The fast path and the flow model (--no-fast) give the same time to the picosecond, on 2 to 8 nodes.
   const double G = 4, B = 100e9, L = 16 * G * 131072, s = 3.4e-6;
-  auto run_tree = [&](int nodes, double loops, const char* nic, bool fast) {
+  auto run_tree = [&](int nodes, double loops, const char* nic, bool fast, const std::string& chunks = "",
+                      double loop = 16 * 4 * 131072) {
     Scenario sc =
         scenario_from(fmt::format("name: nvls-tree\n"
                                   "cluster:\n"
@@ -593,10 +594,10 @@ TEST(ClosedForm, NvlsTreeAcrossNodes) {
                                   "100GB/s, latency: 1us, nvls: true}},\n"
                                   "         pcie: {{bandwidth: 200GB/s, latency: 1us}}}}\n"
                                   "  network: {{kind: star, link: {{bandwidth: {}, latency: 1us}}}}\n"
-                                  "  comm: {{protocols: nccl}}\n"
+                                  "  comm: {{protocols: nccl{}}}\n"
                                   "workload: {{collective: allreduce, bytes: {}B}}\n"
                                   "strategies: [nvls-tree]\n",
-                                  nodes, nic, loops * L));
+                                  nodes, nic, chunks, loops * loop));
     return run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{fast}).time_s;
   };
   for (bool fast : {true, false}) {
@@ -610,6 +611,19 @@ TEST(ClosedForm, NvlsTreeAcrossNodes) {
       SCOPED_TRACE(fmt::format("{} nodes, {}", nodes, nic));
       EXPECT_EQ(run_tree(nodes, 12.5, nic, true), run_tree(nodes, 12.5, nic, false));
     }
+  // NCCL_NVLS_CHUNKSIZE = NCCL_NVLSTREE_MAX_CHUNKSIZE = 512 KiB (aws-ofi-nccl's p5 setting): loops of
+  // L' = 16 x G x 512 KiB = 4L, whole from 32 loops' worth (below that NCCL cuts the chunk to 256 KiB), so
+  //   dT = 64 · (s + L'(1 + 1/G) / (0.85·B))  from 64 to 128 loops of L',
+  // a quarter of the step latencies of the same bytes in 128 KiB loops. The cap alone (512 KiB chunk, 128
+  // KiB cap) gives NCCL's default loops back, and from 4 nodes NCCL's own cap (64 KiB) holds whatever the
+  // chunk.
+  const std::string big = ", nvls_chunk: 512KiB, nvls_tree_max_chunk: 512KiB";
+  const double L4 = 4 * L;
+  EXPECT_NEAR(run_tree(2, 128, "100GB/s", true, big, L4) - run_tree(2, 64, "100GB/s", true, big, L4),
+              64 * (s + L4 * (1 + 1 / G) / (0.85 * B)), 1e-9);
+  EXPECT_EQ(run_tree(2, 12.5, "100GB/s", true, ", nvls_chunk: 512KiB, nvls_tree_max_chunk: 128KiB"),
+            run_tree(2, 12.5, "100GB/s", true));
+  EXPECT_EQ(run_tree(4, 12.5, "100GB/s", true, ", nvls_chunk: 512KiB"), run_tree(4, 12.5, "100GB/s", true));
 }
 
 TEST(ClosedForm, NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes) {

@@ -160,6 +160,8 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     shape.algorithm = Algorithm::Nvls;
   if (shape.algorithm == Algorithm::Nvls || shape.algorithm == Algorithm::NvlsTree) {
     shape.channels = nvls_channels(cluster);  // make_plan refuses the wrong node count
+    shape.nvls_chunk = cluster.comm.nvls_chunk;
+    shape.nvls_tree_max_chunk = cluster.comm.nvls_tree_max_chunk;
     if (shape.channels == 0)
       throw std::invalid_argument(fmt::format(
           "{} needs GPUs that meet at an NVSwitch which reduces (gpu_link: {{kind: nvswitch, nvls: true}}) "
