@@ -11,8 +11,17 @@
 #include "sim/core/error.hpp"
 #include "tests/fuzz/fuzz_targets.hpp"
 
+namespace {
+// The file each input is written to (the loader reads files), removed when the process ends.
+struct ScratchFile {
+  std::string path = "/tmp/ddlsim-fuzz-scenario-" + std::to_string(getpid()) + ".yaml";
+  ~ScratchFile() { std::remove(path.c_str()); }
+};
+}  // namespace
+
 int ddlsim_fuzz_scenario(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/ddlsim-fuzz-scenario-" + std::to_string(getpid()) + ".yaml";
+  static const ScratchFile scratch;
+  const std::string& path = scratch.path;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
   std::fwrite(data, 1, size, f);
