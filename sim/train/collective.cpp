@@ -1115,7 +1115,10 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (across nodes: "
             "nvls-tree)",
             p, c.ranks_per_node));
-      return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels), c.nvls_chunk);
+      // NVLS's chunk starts at Simple's step, NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8, then
+      // NCCL_NVLS_CHUNKSIZE caps it (calcCollChunking); NVLSTree's is NCCL_NVLS_CHUNKSIZE itself.
+      return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels),
+                                        std::min(c.nvls_chunk, 512.0 * 1024));
     case Algorithm::NvlsTree:
       if (c.ranks_per_node < 2 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
         throw std::invalid_argument(fmt::format(

@@ -494,7 +494,7 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
   //   T = 25 us + (k + 1)·s + (k + 2.5/4) · L(1 + 1/G) / (0.85·B)
   // (each round's time rounds to the picosecond: 17 rounds, within 20 ps).
   const double G = 4, B = 100e9, L = 16 * G * 65536, k = 16;
-  auto run_nvls = [&](double n, bool fast, const std::string& strategy) {
+  auto run_nvls = [&](double n, bool fast, const std::string& strategy, const std::string& comm = "") {
     Scenario sc =
         scenario_from(fmt::format("name: nvls\n"
                                   "cluster:\n"
@@ -504,10 +504,10 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
                                   "100GB/s, latency: 1us, nvls: true}},\n"
                                   "         pcie: {{bandwidth: 50GB/s, latency: 1us}}}}\n"
                                   "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}\n"
-                                  "  comm: {{protocols: nccl}}\n"
+                                  "  comm: {{protocols: nccl{}}}\n"
                                   "workload: {{collective: allreduce, bytes: {}B}}\n"
                                   "strategies:\n  - {}\n",
-                                  n, strategy));
+                                  comm, n, strategy));
     return run_collective_workload(sc, sc.strategies.at(0), 1, EngineOptions{fast}).time_s;
   };
   const double per_loop = L * (1 + 1 / G) / (0.85 * B), step = 3.4e-6;
@@ -520,6 +520,15 @@ TEST(ClosedForm, NvlsAllreduceOnOneNode) {
     EXPECT_NEAR(run_nvls(64 * 1048576.0, fast, "{name: hierarchical, inter_node: auto}"),
                 25e-6 + (k + 1) * (step + per_loop), 20e-12);
   }
+  // NCCL_NVLS_CHUNKSIZE = 512 KiB: from 64 loops' worth (n = 64 · 16·G·512 KiB = 2 GiB) the chunk stays
+  // 512 KiB, loops of 8L: k' = 2 GiB / 8L = 64 loops, T = 25 us + (k' + 1)·(s + 8L(1 + 1/G)/(0.85·B)). A
+  // larger setting changes nothing: NVLS's chunk starts from Simple's 512 KiB step, which the setting only
+  // caps.
+  const double two_gib = 2.0 * (1 << 30);
+  EXPECT_NEAR(run_nvls(two_gib, true, "nvls", ", nvls_chunk: 512KiB"), 25e-6 + 65 * (step + 8 * per_loop),
+              70e-12);
+  EXPECT_EQ(run_nvls(two_gib, true, "nvls", ", nvls_chunk: 4MiB"),
+            run_nvls(two_gib, true, "nvls", ", nvls_chunk: 512KiB"));
   // 64 TiB: NCCL's full 128 KiB chunks, loops of 2L, 8,388,608 of them, 42 MB per round from the switch. The
   // plan's bound on its time stays below the fast path's limit (the PS host transports, 0.24 GB/s per
   // process, do not price a plan's messages), so it runs there, its steady loops skipped, and equals the
