@@ -140,7 +140,8 @@ int describe_command(const std::vector<std::string>& args) {
     const bool nodes = c.gpus_per_node > 0 && c.gpus.size() > static_cast<size_t>(c.gpus_per_node) &&
                        c.gpus.size() % static_cast<size_t>(c.gpus_per_node) == 0;
     std::cout << fmt::format(
-        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}{}):\n", c.gpus.size(),
+        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}{}{}):\n", c.gpus.size(),
+        nodes ? (c.host_cpu == HostCpu::Amd ? "; AMD hosts" : "; Intel or Arm hosts") : "",
         c.comm.nccl_net_latency > Time() ? "; network device latency " + format_time(c.comm.nccl_net_latency)
                                          : std::string(),
         nodes ? "; hierarchical with inter_node auto" : "", c.nvls && !nodes ? "; NVLS (NVLink SHARP)" : "");

@@ -47,9 +47,9 @@ std::string find_calibration_file(const YamlNode& node) {
   node.fail(fmt::format("no calibration file \"{}\" (looked for {})", name, tried));
 }
 
-const std::vector<std::string> kClusterKeys = {"topology",  "name",       "nodes",       "gpus_per_node",
-                                               "gpu",       "node",       "network",     "comm",
-                                               "max_nodes", "host_cores", "description", "source"};
+const std::vector<std::string> kClusterKeys = {
+    "topology", "name",      "nodes",      "gpus_per_node", "gpu",         "node",  "network",
+    "comm",     "max_nodes", "host_cores", "host_cpu",      "description", "source"};
 
 // The scenario's cluster map over its topology file's: a key of the first, else of the second.
 struct Layers {
@@ -540,6 +540,17 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
     int64_t v = h->as_int();
     if (v < 1 || v > 4096) h->fail("host_cores must be between 1 and 4096");
     c.host_cores = static_cast<int>(v);
+  }
+  if (auto h = L.get("host_cpu")) {
+    const std::string v = h->as_string();
+    if (v == "intel")
+      c.host_cpu = HostCpu::Intel;
+    else if (v == "amd")
+      c.host_cpu = HostCpu::Amd;
+    else if (v == "arm")
+      c.host_cpu = HostCpu::Arm;
+    else
+      h->fail(fmt::format("host_cpu must be intel, amd or arm, not \"{}\"", v));
   }
   c.gpu = parse_gpu(L.require("gpu"));
   // The scenario's comm keys apply on top of its topology's, one key at a time.

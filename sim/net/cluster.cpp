@@ -75,6 +75,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   c.comm = config.comm;
   c.gpus_per_node = config.gpus_per_node;
   c.host_cores = config.host_cores;
+  c.host_cpu = config.host_cpu;
   c.sharp = config.network.sharp;
   std::vector<VertexId> endpoints;
   Topology& t = c.topo;

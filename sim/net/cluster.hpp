@@ -25,6 +25,10 @@ struct NodeInterior {
   bool nvls = false;  // nvswitch only: the switch reduces and multicasts (NVLink SHARP, NVSwitch gen 3+)
 };
 
+// The vendor of a node's host CPU (`host_cpu`). NCCL's tuner bounds the LL protocol's bandwidth across nodes
+// by it (tuning.cc, llMaxBws: AMD hosts have a row of their own; Intel and Arm share the other).
+enum class HostCpu { Intel, Amd, Arm };
+
 // The cluster section of a scenario (its keys over its topology file's), as the configuration layer parsed
 // it.
 struct ClusterConfig {
@@ -34,6 +38,7 @@ struct ClusterConfig {
   int64_t max_nodes = 0;  // the system's size (0: not given)
   int gpus_per_node = 1;
   int host_cores = 0;  // CPU cores of a host (a worker node, a dedicated server host); 0: unlimited
+  HostCpu host_cpu = HostCpu::Intel;
   GpuSpec gpu;
   CommModel comm;
   std::optional<NodeInterior> node;  // none: every GPU is its own host on the fabric
@@ -49,10 +54,11 @@ struct Cluster {
   std::vector<VertexId> gpus;     // rank order
   std::vector<VertexId> cpus;     // one per worker node; the node's first GPU when the node has no interior
   std::vector<VertexId> servers;  // dedicated parameter-server hosts
-  std::vector<VertexId> nvswitches;  // one per node whose GPUs meet at an NVSwitch
-  bool nvls = false;                 // those switches reduce in flight (NVLink SHARP)
-  bool sharp = false;                // the fabric's switches reduce in flight (InfiniBand SHARP)
-  int host_cores = 0;                // cores per host; 0: unlimited
+  std::vector<VertexId> nvswitches;   // one per node whose GPUs meet at an NVSwitch
+  bool nvls = false;                  // those switches reduce in flight (NVLink SHARP)
+  bool sharp = false;                 // the fabric's switches reduce in flight (InfiniBand SHARP)
+  int host_cores = 0;                 // cores per host; 0: unlimited
+  HostCpu host_cpu = HostCpu::Intel;  // the hosts' CPU vendor (NCCL's tuner reads it)
   CommModel comm;
 };
 

@@ -20,7 +20,7 @@ constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}},
                                     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}},
                                     {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}};
 // By GPU generation (Volta, Ampere, Hopper, Blackwell) and node count (1, 2, more). llMaxBws: one node by GPU
-// generation, several nodes by CPU (row 0 Intel, row 1 AMD: the cluster does not say, so row 0).
+// generation, several nodes by host CPU (row 0 Intel and Arm, row 1 AMD: the cluster's `host_cpu`).
 constexpr double kLlMaxBw[4][3] = {
     {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
 constexpr double kRingLL128PerCh[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
@@ -114,7 +114,7 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   if (algorithm == Algorithm::DoubleTree && nodes == 2 && gpn > 1) bus = std::min(intra, 2 * ch * inter);
   bus /= 1e9;  // GB/s, as NCCL's constants
   const bool ll128 = compcap >= 70 && (gpn == 1 || intra_hw == kNvLink);
-  const double ll_max = kLlMaxBw[nodes == 1 ? gen : 0][n_idx];
+  const double ll_max = kLlMaxBw[nodes == 1 ? gen : (c.host_cpu == HostCpu::Amd ? 1 : 0)][n_idx];
   const Algo a = algorithm == Algorithm::Ring ? kRing : kTree;
   for (int pr = kLL; pr <= kSimple; ++pr) {
     NcclEstimate e{kProtoNames[pr], -1, {}};
@@ -135,15 +135,17 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
         bw = std::min(bw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), cap);
     }
     // Latency: the call's base, then per step the step's hardware (across nodes NCCL also counts the
-    // network proxy's post overhead, 1 us, 3 us with Simple; one GPU per node pays the tree's network
-    // latency), and across nodes the network device's own latency (net_latency; twice with Simple).
+    // network proxy's post overhead, getNetOverhead: 1 us on Intel and Arm hosts, 2 us on AMD, three times
+    // that with Simple; one GPU per node pays the tree's network latency), and across nodes the network
+    // device's own latency (net_latency; twice with Simple).
     const double intra_lat = kHwLat[intra_hw][a][pr];
     const double inter_lat = (ppn == 1 ? kHwLat[kNet][kTree][pr] : kHwLat[kNet][a][pr]) +
                              (pr == kSimple ? 2 : 1) * c.comm.nccl_net_latency.seconds() * 1e6;
     double lat = kBaseLat[a][pr], alg = 0;
     if (a == kRing) {
       const double steps = 2 * (p - 1), inter_steps = nodes == 1 ? 0 : 2 * (nodes - 1);
-      const double step_lat = nodes > 1 ? std::max(intra_lat, pr == kSimple ? 3.0 : 1.0) : intra_lat;
+      const double post = (c.host_cpu == HostCpu::Amd ? 2.0 : 1.0) * (pr == kSimple ? 3 : 1);
+      const double step_lat = nodes > 1 ? std::max(intra_lat, post) : intra_lat;
       lat += (steps - inter_steps) * step_lat + inter_steps * inter_lat;
       if (pr == kSimple && nodes > 1 && shape.bytes / (ch * p) >= 64) lat *= compcap < 80 ? 1.9 : 1.4;
       alg = bw * p / steps;

@@ -635,6 +635,35 @@ TEST(ClosedForm, NvlsTreeAcrossNodes) {
   EXPECT_EQ(run_tree(4, 12.5, "100GB/s", true, ", nvls_chunk: 512KiB"), run_tree(4, 12.5, "100GB/s", true));
 }
 
+TEST(ClosedForm, NcclTunerReadsTheHostCpu) {
+  // Two DGX H100 nodes (16 GPUs, 8 per node) as NCCL's tuner sees them with Intel hosts (as shipped) and with
+  // AMD hosts (tuning.cc): across nodes the LL protocol's bandwidth bound is llMaxBws of the CPU's row, 39
+  // GB/s on Intel and 22.5 on AMD at 2 nodes, and a ring step's floor is the network proxy's post overhead,
+  // 1 us on Intel and 2 us on AMD (getNetOverhead). With LL the ring's NVLink step (0.6 us) is below both,
+  // so its 2(p − 1) − 2(N − 1) = 28 steps inside the nodes cost 28 us more on AMD; at 8 B the bandwidth
+  // terms differ by under a nanosecond.
+  ClusterConfig intel = dgx_h100(2), amd = intel;
+  amd.host_cpu = HostCpu::Amd;
+  auto ll = [](const ClusterConfig& config, Algorithm between, double bytes) {
+    Cluster c = build_cluster(config, 2);
+    CollectiveShape shape;
+    shape.algorithm = Algorithm::Hierarchical;
+    shape.inter_node = between;
+    shape.ranks = 16;
+    shape.ranks_per_node = 8;
+    shape.bytes = bytes;
+    shape.channels = ring_channels(c, 0);
+    for (const NcclEstimate& e : nccl_estimates(shape, c))
+      if (e.messages.name == std::string("LL")) return e;
+    ADD_FAILURE() << "no LL estimate";
+    return NcclEstimate{};
+  };
+  EXPECT_NEAR(ll(amd, Algorithm::DoubleTree, 1 << 20).messages.rate_cap /
+                  ll(intel, Algorithm::DoubleTree, 1 << 20).messages.rate_cap,
+              22.5 / 39.0, 1e-12);
+  EXPECT_NEAR(ll(amd, Algorithm::Ring, 8).seconds - ll(intel, Algorithm::Ring, 8).seconds, 28e-6, 1e-9);
+}
+
 TEST(ClosedForm, NcclTunerPicksNvlsTreeAcrossNodesForLargeSizes) {
   // Two DGX H100 nodes: NCCL's tuner weighs NVLSTree (NVLS in each node, the trees between them) against its
   // ring and tree. NVLSTree's latency (25 us + 2 network steps) loses to the tree with LL at small sizes; its
