@@ -398,7 +398,7 @@ class DoubleTreePlan : public CollectivePlan {
     if (p < 2) return;
     // Chunk size as NCCL tunes it for trees: from 512 KiB, halve while there are fewer than 8·depth chunks
     // (down to 128 KiB), fewer than 4·depth (down to 64 KiB), fewer than depth (down to 32 KiB).
-    double half = n / 2, c = 512.0 * 1024;
+    double half = n / 2, c = kNcclSimpleStep;
     for (auto [per_level, floor] : {std::pair{8.0, 131072.0}, {4.0, 65536.0}, {1.0, 32768.0}})
       while (half / c < per_level * tree_.max_depth() && c > floor) c /= 2;
     chunks_ = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(half / c)));
@@ -837,7 +837,7 @@ class CollNetPlan : public CollectivePlan {
       trees_.push_back(std::move(tr));
     }
     const double ops = static_cast<double>(channels) * g;  // NCCL's concurrent operations
-    double chunk = 512 * 1024;
+    double chunk = kNcclSimpleStep;
     while (n < 128 * ops * chunk && chunk > 128 * 1024) chunk /= 2;
     while (n < 16 * ops * chunk && chunk > 32 * 1024) chunk /= 2;
     loop_ = ops * chunk;
@@ -1115,10 +1115,10 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
             "nvls runs inside one node of at least 2 GPUs, not {} ranks at {} per node (across nodes: "
             "nvls-tree)",
             p, c.ranks_per_node));
-      // NVLS's chunk starts at Simple's step, NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8, then
-      // NCCL_NVLS_CHUNKSIZE caps it (calcCollChunking); NVLSTree's is NCCL_NVLS_CHUNKSIZE itself.
+      // NVLS's chunk starts at Simple's step, which NCCL_NVLS_CHUNKSIZE caps (calcCollChunking); NVLSTree's
+      // is NCCL_NVLS_CHUNKSIZE itself.
       return std::make_unique<NvlsPlan>(p, c.bytes, std::max<uint32_t>(1, c.channels),
-                                        std::min(c.nvls_chunk, 512.0 * 1024));
+                                        std::min(c.nvls_chunk, kNcclSimpleStep));
     case Algorithm::NvlsTree:
       if (c.ranks_per_node < 2 || p % c.ranks_per_node != 0 || p / c.ranks_per_node < 2)
         throw std::invalid_argument(fmt::format(

@@ -134,6 +134,12 @@ struct SwitchTree {
   std::vector<uint32_t> switches;  // vertex ids, the root's first
 };
 
+// NCCL's Simple step, NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 (NVIDIA/nccl src/init.cc, src/include/device.h):
+// where the trees', CollNet's and NVLS's chunks start.
+constexpr double kNcclSimpleStep = 512 * 1024;
+// NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc); CommModel::nvls_chunk's too.
+constexpr double kNcclNvlsChunk = 128 * 1024;
+
 struct CollectiveShape {
   Algorithm algorithm = Algorithm::Ring;
   uint32_t ranks = 0;           // workers (GPUs)
@@ -150,7 +156,7 @@ struct CollectiveShape {
   // Nvls, NCCL's NVLS channels (they set its loop size).
   uint32_t channels = 1;
   // For Nvls and NvlsTree: NCCL's chunk and NVLSTree's cap on it (CommModel::nvls_chunk; 0: NCCL's default).
-  double nvls_chunk = 128 * 1024, nvls_tree_max_chunk = 0;
+  double nvls_chunk = kNcclNvlsChunk, nvls_tree_max_chunk = 0;
   // For Hierarchical with a ring between nodes: chunks pipelined through its phases, as NCCL runs its
   // algorithms across nodes (at most kMaxPipelineChunks); 1: the phases one after the other.
   uint32_t chunks = 1;
