@@ -5,12 +5,10 @@
 //   juwels-1024-hierarchical-rhd      the same with halving-doubling between nodes: far partners share the
 //                                     dragonfly+ global links, so every message runs on the flow model (the
 //                                     engine's slow case: max-min re-solved incrementally)
-//   juwels-1024-hierarchical-double-tree  NCCL's double binary tree between nodes: pipelined 64 KiB chunks,
-//   up
-//                                     to four flows per NIC, all on the flow model
+//   juwels-1024-hierarchical-double-tree  NCCL's double binary tree between nodes: pipelined 64 KiB
+//                                     chunks, up to four flows per NIC, all on the flow model
 //   fattree-16384-{hierarchical,ring} 4096 nodes of the same node type on a 3-level non-blocking HDR
-//   fat-tree,
-//                                     synthetic data (no file-system bound)
+//                                     fat-tree, synthetic data (no file-system bound)
 // Columns: case, gpus, messages (collective messages simulated), flows (flows solved on the flow
 // model), wall_s, rss_MB (peak resident set so far).
 //   alps-{4096-ring,4096-hierarchical}  (--alps only) ResNet-50 bf16 DDP on 1024 nodes x 4 GH200 of
