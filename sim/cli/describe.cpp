@@ -130,10 +130,18 @@ int describe_command(const std::vector<std::string>& args) {
                              r.gamma_gpu > 0 ? format_rate(Rate{1 / r.gamma_gpu}) : std::string("free"),
                              r.gamma_cpu > 0 ? format_rate(Rate{1 / r.gamma_cpu}) : std::string("free"));
   }
-  if (c.gpus_per_node > 1)
+  if (c.rings) {
+    std::cout << fmt::format(
+        "  rings: {} channel(s) by default, in the collective library's orders (node.rings):",
+        c.rings->size());
+    for (const std::vector<uint32_t>& order : *c.rings)
+      std::cout << fmt::format(" [{}]", fmt::join(order, " "));
+    std::cout << "\n";
+  } else if (c.gpus_per_node > 1) {
     std::cout << fmt::format(
         "  ring across nodes: {} channel(s) by default (one per NIC the GPUs of a node use)\n",
         ring_channels(c, 0));
+  }
   if (c.comm.nccl_protocols && c.gpus.size() > 1) {
     // NCCL's tuner for a ring allreduce over every GPU, by size: its estimate per protocol, the one it picks;
     // across nodes also what a hierarchical allreduce with inter_node auto runs (algorithm and protocol).

@@ -123,7 +123,7 @@ double range_bound(const YamlNode& n, size_t i, size_t count, double previous) {
 }
 
 NodeInterior parse_node(const YamlNode& node) {
-  node.expect_keys({"gpus", "nics", "gpu_link", "pcie", "nic_affinity", "source"});
+  node.expect_keys({"gpus", "nics", "gpu_link", "pcie", "rings", "nic_affinity", "source"});
   NodeInterior in;
   int64_t g = node["gpus"].as_int(), nics = node.get_int("nics", 1);
   if (g < 1 || g > 64) node["gpus"].fail("gpus must be between 1 and 64");
@@ -140,7 +140,7 @@ NodeInterior parse_node(const YamlNode& node) {
   else if (kind == "nvswitch")
     gl.expect_keys({"kind", "bandwidth", "latency", "nvls"});
   else
-    gl.expect_keys({"kind", "bandwidth", "latency"});
+    gl.expect_keys({"kind", "bandwidth", "latency", "pairs"});
   const std::pair<const char*, GpuLinkKind> kinds[] = {{"nvlink-mesh", GpuLinkKind::NvlinkMesh},
                                                        {"nvswitch", GpuLinkKind::NvSwitch},
                                                        {"pcie", GpuLinkKind::Pcie},
@@ -153,6 +153,48 @@ NodeInterior parse_node(const YamlNode& node) {
   in.gpu_link = LinkSpec{kind == "pcie" ? Rate{1} : gl["bandwidth"].as_rate(), get_time(gl, "latency")};
   in.nvls = gl.get_bool("nvls", false);
   in.pcie = parse_link(node["pcie"]);
+  auto gpu_index = [&](const YamlNode& v) {
+    int64_t i = v.as_int();
+    if (i < 0 || i >= g) v.fail(fmt::format("GPU {} is not one of the node's (0 to {})", i, g - 1));
+    return static_cast<uint32_t>(i);
+  };
+  // gpu_link.pairs: [[a, b, links], ...] (links 1 when left out): only these pairs are joined.
+  if (auto pairs = gl.get("pairs")) {
+    for (const YamlNode& e : pairs->elements()) {
+      std::vector<YamlNode> v = e.is_sequence() ? e.elements() : std::vector<YamlNode>{};
+      if (v.size() != 2 && v.size() != 3) e.fail("expected [gpu, gpu] or [gpu, gpu, links]");
+      GpuPair pr{gpu_index(v[0]), gpu_index(v[1]), 1};
+      if (pr.a == pr.b) e.fail("a pair joins two different GPUs");
+      if (v.size() == 3) {
+        int64_t n = v[2].as_int();
+        if (n < 1 || n > 64) v[2].fail("links must be between 1 and 64");
+        pr.links = static_cast<uint32_t>(n);
+      }
+      for (const GpuPair& q : in.pairs)
+        if (std::min(q.a, q.b) == std::min(pr.a, pr.b) && std::max(q.a, q.b) == std::max(pr.a, pr.b))
+          e.fail(fmt::format("GPUs {} and {} are paired twice (give their links in one entry)", pr.a, pr.b));
+      in.pairs.push_back(pr);
+    }
+    if (in.pairs.empty()) pairs->fail("pairs needs at least one [gpu, gpu, links]");
+  }
+  // rings: each a permutation of the node's GPUs.
+  if (auto rings = node.get("rings")) {
+    for (const YamlNode& e : rings->elements()) {
+      if (!e.is_sequence()) e.fail(fmt::format("expected a list of the node's {} GPUs in ring order", g));
+      std::vector<uint32_t> order;
+      std::vector<bool> seen(static_cast<size_t>(g), false);
+      for (const YamlNode& v : e.elements()) {
+        uint32_t i = gpu_index(v);
+        if (seen[i]) v.fail(fmt::format("GPU {} appears twice in this ring", i));
+        seen[i] = true;
+        order.push_back(i);
+      }
+      if (order.size() != static_cast<size_t>(g))
+        e.fail(fmt::format("a ring visits every GPU of the node once: {} of {}", order.size(), g));
+      in.rings.push_back(std::move(order));
+    }
+    if (in.rings.empty() || in.rings.size() > 64) rings->fail("rings needs 1 to 64 orders");
+  }
   return in;
 }
 

@@ -93,6 +93,8 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
   } else {
     const int64_t g = node->gpus, nics = node->nics;
     const GpuLinkKind kind = node->gpu_link_kind;
+    if (!node->rings.empty())
+      c.rings = std::make_shared<const std::vector<std::vector<uint32_t>>>(node->rings);
     c.nvls = node->nvls && kind == GpuLinkKind::NvSwitch;
     for (int64_t n = 0; n < nodes; ++n) {
       if ((n & 4095) == 0) throw_if_interrupted();
@@ -115,7 +117,13 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       }
       t.set_nic(cpu, nic[0]);
       c.cpus.push_back(cpu);
-      if (kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) {
+      if ((kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) && !node->pairs.empty()) {
+        for (const GpuPair& pr : node->pairs) {
+          LinkSpec spec = node->gpu_link;
+          spec.capacity = Rate{spec.capacity.value * pr.links};
+          t.connect(gpu[pr.a], gpu[pr.b], spec, LinkClass::NvLink);
+        }
+      } else if (kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) {
         for (int64_t i = 0; i < g; ++i)
           for (int64_t j = i + 1; j < g; ++j) t.connect(gpu[i], gpu[j], node->gpu_link, LinkClass::NvLink);
       } else if (kind == GpuLinkKind::NvSwitch) {

@@ -2,6 +2,7 @@
 // A cluster built from its YAML description: the topology graph (node interiors + fabric), the GPU endpoints
 // in rank order (node-major, so a node's ranks are adjacent in rings), CPUs for parameter servers, the GPU
 // model and the communication software model.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,11 @@ namespace ddlsim {
 
 enum class GpuLinkKind : uint8_t { NvlinkMesh, NvSwitch, InfinityFabric, Pcie };
 
+// A GPU pair of a point-to-point mesh and the links that join it (each of gpu_link's rate).
+struct GpuPair {
+  uint32_t a = 0, b = 0, links = 1;
+};
+
 // A node's interior: GPUs, NICs (GPU i uses NIC i * nics / gpus), the GPU-to-GPU link and PCIe.
 struct NodeInterior {
   int gpus = 1, nics = 1;
@@ -23,6 +29,12 @@ struct NodeInterior {
   LinkSpec gpu_link;  // unused for pcie
   LinkSpec pcie;
   bool nvls = false;  // nvswitch only: the switch reduces and multicasts (NVLink SHARP, NVSwitch gen 3+)
+  // nvlink-mesh and infinity-fabric: the pairs joined and by how many links; empty: every pair by one.
+  std::vector<GpuPair> pairs;
+  // The orders in which the collective library's rings visit the node's GPUs (each a permutation of
+  // 0..gpus-1), one per ring it builds over the node's links; empty: the simulator's own (see
+  // CollectiveShape::rings).
+  std::vector<std::vector<uint32_t>> rings;
 };
 
 // The vendor of a node's host CPU (`host_cpu`). NCCL's tuner bounds the LL protocol's bandwidth across nodes
@@ -54,9 +66,11 @@ struct Cluster {
   std::vector<VertexId> gpus;     // rank order
   std::vector<VertexId> cpus;     // one per worker node; the node's first GPU when the node has no interior
   std::vector<VertexId> servers;  // dedicated parameter-server hosts
-  std::vector<VertexId> nvswitches;   // one per node whose GPUs meet at an NVSwitch
-  bool nvls = false;                  // those switches reduce in flight (NVLink SHARP)
-  bool sharp = false;                 // the fabric's switches reduce in flight (InfiniBand SHARP)
+  std::vector<VertexId> nvswitches;  // one per node whose GPUs meet at an NVSwitch
+  bool nvls = false;                 // those switches reduce in flight (NVLink SHARP)
+  bool sharp = false;                // the fabric's switches reduce in flight (InfiniBand SHARP)
+  // NodeInterior::rings (null when the topology gives none): a ring's channels take these orders.
+  std::shared_ptr<const std::vector<std::vector<uint32_t>>> rings;
   int host_cores = 0;                 // cores per host; 0: unlimited
   HostCpu host_cpu = HostCpu::Intel;  // the hosts' CPU vendor (NCCL's tuner reads it)
   CommModel comm;

@@ -81,39 +81,64 @@ class RingPlan : public CollectivePlan {
   bool scatter_;
 };
 
+// One channel's chunk to `peer`: merged into the message to that peer among out[first..] (one message per
+// peer and round, carrying its channels together), else a message of its own.
+void add_channel(std::vector<Send>& out, size_t first, uint32_t peer, double bytes, bool streamed = false) {
+  auto it = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                         [&](const Send& x) { return x.peer == peer; });
+  if (it == out.end()) {
+    out.push_back({peer, bytes, 1, streamed});
+  } else {
+    it->bytes += bytes;
+    ++it->channels;
+  }
+}
+
 // A ring allreduce as `channels` rings in parallel over the same members (node-major: member r is local rank
-// r % G of node r / G), each carrying n / channels. Channel c visits every node's ranks starting at local
-// rank o_c = c·G / channels, so it enters node k+1 at o_c from the rank before o_c on node k: with one
-// channel per NIC, every NIC sends and receives one inter-node stream. Inside a node a rank's successor is
-// the next local rank in every channel but the one it leaves the node in, so a member sends at most two
-// messages per round (the channels to the same peer merged into one), and reduces channels chunks of
-// n / (p·channels).
+// r % G of node r / G), each carrying n / channels. Channel c visits every node's ranks in its own order
+// orders[c] (a permutation of 0..G-1) and goes on to the next node (the first from the last) at that node's
+// orders[c][0]. The default order of channel c starts at local rank o_c = c·G / channels and counts up, so
+// with one channel per NIC every NIC sends and receives one inter-node stream; a topology may give the
+// orders the collective library builds over its GPU links instead (NodeInterior::rings), whose channels
+// then use different links inside a node too. On one node the orders close on themselves. Channels to the
+// same peer are merged into one message, and a member reduces channels chunks of n / (p·channels).
 class ChannelRingPlan : public CollectivePlan {
  public:
-  ChannelRingPlan(uint32_t p, uint32_t per_node, uint32_t channels, double n)
-      : CollectivePlan(p, 2 * (p - 1), n), g_(per_node), c_(channels) {}  // two nodes or more
-  void sends(uint32_t r, uint32_t, std::vector<Send>& out) const override {
-    size_t first = out.size();
-    const double chunk = bytes_ / members_ / c_;
-    for (uint32_t c = 0; c < c_; ++c) {
-      uint32_t next = successor(r, c);
-      auto it = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                             [&](const Send& x) { return x.peer == next; });
-      if (it == out.end()) {
-        out.push_back({next, chunk});
-      } else {
-        it->bytes += chunk;
-        ++it->channels;
+  ChannelRingPlan(uint32_t p, uint32_t per_node, std::vector<std::vector<uint32_t>> orders, double n)
+      : CollectivePlan(p, 2 * (p - 1), n),
+        g_(per_node),
+        c_(static_cast<uint32_t>(orders.size())),
+        orders_(std::move(orders)),
+        next_(static_cast<size_t>(c_) * g_),
+        senders_(g_, 0) {
+    for (uint32_t c = 0; c < c_; ++c)
+      for (uint32_t i = 0; i < g_; ++i) next_[static_cast<size_t>(c) * g_ + orders_[c][i]] = i + 1;
+    // The distinct members a local rank hears from: per channel its predecessor in the order, or the
+    // previous node's last (across nodes a member of its own: never one of the node's).
+    const bool one_node = members_ == g_;
+    for (uint32_t l = 0; l < g_; ++l) {
+      std::vector<uint32_t> from;
+      for (uint32_t c = 0; c < c_; ++c) {
+        const std::vector<uint32_t>& o = orders_[c];
+        uint32_t at = next_[static_cast<size_t>(c) * g_ + l] - 1;
+        uint32_t pred = at > 0 ? o[at - 1] : one_node ? o[g_ - 1] : g_ + o[g_ - 1];
+        if (std::find(from.begin(), from.end(), pred) == from.end()) from.push_back(pred);
       }
+      senders_[l] = static_cast<uint32_t>(from.size());
     }
   }
-  // The channel entering the node at r (offsets are distinct, so at most one) comes from the previous node;
-  // every other channel from the rank before r in its node (two nodes or more: never the same member).
-  uint32_t receives(uint32_t r, uint32_t) const override {
-    uint32_t entries = 0;
-    for (uint32_t c = 0; c < c_; ++c) entries += r % g_ == offset(c) ? 1 : 0;
-    return entries + (entries < c_ ? 1 : 0);
+  // The default orders: channel c counts up from local rank c·G / channels.
+  static std::vector<std::vector<uint32_t>> offset_orders(uint32_t per_node, uint32_t channels) {
+    std::vector<std::vector<uint32_t>> orders(channels, std::vector<uint32_t>(per_node));
+    for (uint32_t c = 0; c < channels; ++c)
+      for (uint32_t i = 0; i < per_node; ++i) orders[c][i] = (c * per_node / channels + i) % per_node;
+    return orders;
   }
+  void sends(uint32_t r, uint32_t, std::vector<Send>& out) const override {
+    const size_t first = out.size();
+    for (uint32_t c = 0; c < c_; ++c) add_channel(out, first, successor(r, c), bytes_ / members_ / c_);
+  }
+  uint32_t receives(uint32_t r, uint32_t) const override { return senders_[r % g_]; }
   double reduce_bytes(uint32_t, uint32_t s) const override {
     return s < members_ - 1 ? bytes_ / members_ : 0;
   }
@@ -121,13 +146,15 @@ class ChannelRingPlan : public CollectivePlan {
   uint32_t round_class(uint32_t s) const override { return s < members_ - 1 ? 0 : 1; }
 
  private:
-  uint32_t offset(uint32_t c) const { return c * g_ / c_; }
   uint32_t successor(uint32_t r, uint32_t c) const {
-    uint32_t node = r / g_, local = r % g_, o = offset(c);
-    if (local != (o + g_ - 1) % g_) return node * g_ + (local + 1) % g_;
-    return (node + 1) % (members_ / g_) * g_ + o;
+    const uint32_t node = r / g_, at = next_[static_cast<size_t>(c) * g_ + r % g_];  // position + 1
+    if (at < g_) return node * g_ + orders_[c][at];
+    return (node + 1) % (members_ / g_) * g_ + orders_[c][0];
   }
   uint32_t g_, c_;
+  std::vector<std::vector<uint32_t>> orders_;
+  std::vector<uint32_t> next_;     // per channel and local rank: its position in the order + 1
+  std::vector<uint32_t> senders_;  // per local rank: the distinct members it receives from in a round
 };
 
 // A plan over the largest power of two q <= p ranks, `per_level` rounds per level of log2 q, and for the
@@ -455,19 +482,57 @@ class DirectPlan : public CollectivePlan {
   double reduce_bytes(uint32_t, uint32_t) const override { return (members_ - 1) * bytes_; }
 };
 
+// The intra-node rings of a hierarchical plan: the topology's ring orders (NodeInterior::rings, the rings
+// the collective library builds over the node's links) where it gives them for g GPUs, each carrying an even
+// share of a step's bytes; else one ring, local rank l to l + 1.
+class NodeRings {
+ public:
+  NodeRings(uint32_t g, const CollectiveShape& c) : g_(g) {
+    std::vector<std::vector<uint32_t>> orders;
+    if (c.rings && !c.rings->empty() && c.rings->front().size() == g) orders = *c.rings;
+    if (orders.empty()) {
+      orders.assign(1, std::vector<uint32_t>(g));
+      for (uint32_t l = 0; l < g; ++l) orders[0][l] = l;
+    }
+    c_ = static_cast<uint32_t>(orders.size());
+    next_.resize(static_cast<size_t>(c_) * g);
+    std::vector<std::vector<uint32_t>> from(g);
+    for (uint32_t k = 0; k < c_; ++k)
+      for (uint32_t i = 0; i < g; ++i) {
+        const uint32_t l = orders[k][i], n = orders[k][(i + 1) % g];
+        next_[static_cast<size_t>(k) * g + l] = n;
+        if (std::find(from[n].begin(), from[n].end(), l) == from[n].end()) from[n].push_back(l);
+      }
+    for (const std::vector<uint32_t>& f : from) senders_.push_back(static_cast<uint32_t>(f.size()));
+  }
+  // Local rank `local` of `node` sends `bytes` over the rings, one message per peer (its channels merged).
+  void sends(uint32_t node, uint32_t local, double bytes, bool streamed, std::vector<Send>& out) const {
+    const size_t first = out.size();
+    for (uint32_t k = 0; k < c_; ++k)
+      add_channel(out, first, node * g_ + next_[static_cast<size_t>(k) * g_ + local], bytes / c_, streamed);
+  }
+  // The distinct local ranks `local` receives from in a step.
+  uint32_t senders(uint32_t local) const { return senders_[local]; }
+
+ private:
+  uint32_t g_, c_ = 1;
+  std::vector<uint32_t> next_;  // per ring and local rank: its successor
+  std::vector<uint32_t> senders_;
+};
+
 // Members are node-major: member r is local rank r % g of node r / g. Rounds: g-1 of intra-node ring
 // reduce-scatter (n/g), then the inter-node plan on the node's n/g slice, run by the g local ranks of every
 // node in parallel (local rank l of each node forms one group), then g-1 of intra-node ring all-gather.
 class HierarchicalPlan : public CollectivePlan {
  public:
-  HierarchicalPlan(uint32_t p, uint32_t g, double n, std::unique_ptr<CollectivePlan> inter)
-      : CollectivePlan(p, 0, n), g_(g), inter_(std::move(inter)) {
+  HierarchicalPlan(uint32_t p, uint32_t g, double n, std::unique_ptr<CollectivePlan> inter, NodeRings rings)
+      : CollectivePlan(p, 0, n), g_(g), inter_(std::move(inter)), rings_(std::move(rings)) {
     rounds_ = 2 * (g_ - 1) + inter_->rounds();
   }
   void sends(uint32_t r, uint32_t s, std::vector<Send>& out) const override {
     uint32_t node = r / g_, local = r % g_;
     if (!inter_round(s)) {
-      out.push_back({node * g_ + (local + 1) % g_, bytes_ / g_});
+      rings_.sends(node, local, bytes_ / g_, false, out);
       return;
     }
     size_t first = out.size();
@@ -475,7 +540,7 @@ class HierarchicalPlan : public CollectivePlan {
     for (size_t i = first; i < out.size(); ++i) out[i].peer = out[i].peer * g_ + local;
   }
   uint32_t receives(uint32_t r, uint32_t s) const override {
-    return inter_round(s) ? inter_->receives(r / g_, s - (g_ - 1)) : 1;
+    return inter_round(s) ? inter_->receives(r / g_, s - (g_ - 1)) : rings_.senders(r % g_);
   }
   double reduce_bytes(uint32_t r, uint32_t s) const override {
     if (s < g_ - 1) return bytes_ / g_;
@@ -495,6 +560,7 @@ class HierarchicalPlan : public CollectivePlan {
   bool inter_round(uint32_t s) const { return s >= g_ - 1 && s < g_ - 1 + inter_->rounds(); }
   uint32_t g_;
   std::unique_ptr<CollectivePlan> inter_;
+  NodeRings rings_;
 };
 
 // The hierarchical allreduce with a ring between nodes as NCCL runs its algorithms across nodes: pipelined.
@@ -509,27 +575,28 @@ class HierarchicalPlan : public CollectivePlan {
 // others.
 class PipelinedHierarchicalPlan : public CollectivePlan {
  public:
-  PipelinedHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks)
-      : CollectivePlan(p, 0, n), g_(g), nodes_(p / g), k_(chunks), depth_(2 * (g - 1) + 2 * (p / g - 1)) {
+  PipelinedHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks, NodeRings rings)
+      : CollectivePlan(p, 0, n),
+        g_(g),
+        nodes_(p / g),
+        k_(chunks),
+        depth_(2 * (g - 1) + 2 * (p / g - 1)),
+        rings_(std::move(rings)) {
     rounds_ = k_ + depth_ - 1;
   }
   void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
     const Window w = window(t);
     const uint32_t node = r / g_, local = r % g_;
-    if (w.rs + w.ag > 0) {
-      Send x{node * g_ + (local + 1) % g_, (w.rs + w.ag) * intra_part()};
-      x.streamed = w.first != kIntra;
-      out.push_back(x);
-    }
+    if (w.rs + w.ag > 0) rings_.sends(node, local, (w.rs + w.ag) * intra_part(), w.first != kIntra, out);
     if (w.irs + w.iag > 0) {
       Send x{(node + 1) % nodes_ * g_ + local, (w.irs + w.iag) * inter_part()};
       x.streamed = w.first != kInter;
       out.push_back(x);
     }
   }
-  uint32_t receives(uint32_t, uint32_t t) const override {
+  uint32_t receives(uint32_t r, uint32_t t) const override {
     const Window w = window(t);
-    return (w.rs + w.ag > 0 ? 1 : 0) + (w.irs + w.iag > 0 ? 1 : 0);
+    return (w.rs + w.ag > 0 ? rings_.senders(r % g_) : 0) + (w.irs + w.iag > 0 ? 1 : 0);
   }
   double reduce_bytes(uint32_t, uint32_t t) const override {
     const Window w = window(t);
@@ -568,6 +635,7 @@ class PipelinedHierarchicalPlan : public CollectivePlan {
   double intra_part() const { return bytes_ / k_ / g_; }
   double inter_part() const { return bytes_ / k_ / g_ / nodes_; }
   uint32_t g_, nodes_, k_, depth_;
+  NodeRings rings_;
 };
 
 // The hierarchical allreduce with NCCL's double binary tree between more than two nodes, pipelined as NCCL
@@ -579,22 +647,21 @@ class PipelinedHierarchicalPlan : public CollectivePlan {
 // latency and the ones behind it stream (as PipelinedHierarchicalPlan).
 class PipelinedTreeHierarchicalPlan : public CollectivePlan {
  public:
-  PipelinedTreeHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks)
-      : CollectivePlan(p, 0, n), g_(g), k_(chunks), trees_(p / g, g - 1) {
+  PipelinedTreeHierarchicalPlan(uint32_t p, uint32_t g, double n, uint32_t chunks, NodeRings rings)
+      : CollectivePlan(p, 0, n), g_(g), k_(chunks), trees_(p / g, g - 1), rings_(std::move(rings)) {
     span_ = 2 * (g_ - 1) + trees_.span();
     rounds_ = k_ + span_ - 1;
   }
   void sends(uint32_t r, uint32_t t, std::vector<Send>& out) const override {
     const uint32_t node = r / g_, local = r % g_;
     bool first = false;
-    if (const double b = intra(node, t, first); b > 0)
-      out.push_back({node * g_ + (local + 1) % g_, b, 1, !first});
+    if (const double b = intra(node, t, first); b > 0) rings_.sends(node, local, b, !first, out);
     trees_.sends(
         node, local, g_, t, k_, [&](uint32_t) { return half(); }, out);
   }
   uint32_t receives(uint32_t r, uint32_t t) const override {
     bool first = false;  // from the previous local rank, on the same schedule
-    return (intra(r / g_, t, first) > 0 ? 1 : 0) + trees_.receives(r / g_, t, k_);
+    return (intra(r / g_, t, first) > 0 ? rings_.senders(r % g_) : 0) + trees_.receives(r / g_, t, k_);
   }
   // The reduce-scatter's received parts, and the children's halves in the trees.
   double reduce_bytes(uint32_t r, uint32_t t) const override {
@@ -626,6 +693,7 @@ class PipelinedTreeHierarchicalPlan : public CollectivePlan {
   }
   uint32_t g_, k_;
   TreePhase trees_;
+  NodeRings rings_;
   uint32_t span_ = 0;
 };
 
@@ -1055,9 +1123,18 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
   uint32_t p = c.ranks;
   switch (c.algorithm) {
     case Algorithm::Ring:
+      if (c.rings && !c.rings->empty() && c.rings->front().size() == c.ranks_per_node &&
+          c.ranks_per_node > 1 && p % c.ranks_per_node == 0) {
+        std::vector<std::vector<uint32_t>> orders;
+        for (uint32_t k = 0; k < std::max<uint32_t>(1, c.channels); ++k)
+          orders.push_back((*c.rings)[k % c.rings->size()]);
+        return std::make_unique<ChannelRingPlan>(p, c.ranks_per_node, std::move(orders), c.bytes);
+      }
       if (c.channels > 1 && c.ranks_per_node > 1 && p % c.ranks_per_node == 0 && p > c.ranks_per_node)
-        return std::make_unique<ChannelRingPlan>(p, c.ranks_per_node, std::min(c.channels, c.ranks_per_node),
-                                                 c.bytes);
+        return std::make_unique<ChannelRingPlan>(
+            p, c.ranks_per_node,
+            ChannelRingPlan::offset_orders(c.ranks_per_node, std::min(c.channels, c.ranks_per_node)),
+            c.bytes);
       return std::make_unique<RingPlan>(p, c.bytes, true, true);
     case Algorithm::ReduceScatter:
       return std::make_unique<RingPlan>(p, c.bytes, true, false);
@@ -1101,10 +1178,13 @@ std::unique_ptr<CollectivePlan> make_plan(const CollectiveShape& c) {
         if (pipelined_hierarchical(c, between.algorithm)) {
           const uint32_t chunks = std::min(c.chunks, kMaxPipelineChunks);
           if (pipelined_as_ring(c, between.algorithm))
-            return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
-          return std::make_unique<PipelinedTreeHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks);
+            return std::make_unique<PipelinedHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks,
+                                                               NodeRings(c.ranks_per_node, c));
+          return std::make_unique<PipelinedTreeHierarchicalPlan>(p, c.ranks_per_node, c.bytes, chunks,
+                                                                 NodeRings(c.ranks_per_node, c));
         }
-        return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between));
+        return std::make_unique<HierarchicalPlan>(p, c.ranks_per_node, c.bytes, make_plan(between),
+                                                  NodeRings(c.ranks_per_node, c));
       }
     case Algorithm::ParameterServer:
       if (c.servers == 0) throw std::invalid_argument("a parameter server needs at least one server");

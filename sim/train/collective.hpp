@@ -162,6 +162,10 @@ struct CollectiveShape {
   uint32_t chunks = 1;
   // For CollNet: one switch tree per local rank (the heads of slice l are GPU l of every node).
   std::shared_ptr<const std::vector<SwitchTree>> trees = nullptr;
+  // For Ring: the orders in which the collective library's rings visit a node's ranks (a permutation of
+  // 0..ranks_per_node-1 each; channel c takes order c mod their count), where the topology gives them
+  // (NodeInterior::rings); none: channel c counts up from local rank c·G / channels.
+  std::shared_ptr<const std::vector<std::vector<uint32_t>>> rings = nullptr;
 };
 constexpr uint32_t kMaxPipelineChunks = 63;
 

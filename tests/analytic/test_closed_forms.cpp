@@ -122,6 +122,47 @@ TEST(ClosedForm, RingChannelsDriveEveryNic) {
   expect_rel(busbw("25GB/s", "20GB/s", "1000GB/s", "{name: ring, channels: 1}"), 20e9);
 }
 
+// One node of G = 4 GPUs on a point-to-point mesh (gpu_link pairs): 0-1 and 2-3 joined by two links of B,
+// 1-2 and 3-0 by one, no latencies or overheads. A ring whose message to the next GPU crosses one directed
+// link per hop (PCIe far slower, so GPU-to-GPU traffic takes the mesh) sends n/(pC) per channel per round, so
+//   T = 2(p−1)·n/(pC·B_min),  busbw = 2(p−1)/p·n/T = C·B_min
+// with B_min the slowest hop of a channel's ring (here B on every ring: each has a single-link hop). Two
+// rings the topology gives one way round and the other use every directed link once: C = 2, busbw = 2B. The
+// simulator's own ring (0, 1, 2, 3 and back) is one: busbw = B. The same order twice is one ring in two
+// channels, merged into one message per hop: B again. Hierarchical's intra-node phases take the same rings.
+// Across two such nodes, with GPUs 0-1 on NIC 0 and 2-3 on NIC 1, NICs of B_nic far below the mesh: rings
+// entering a node at GPU 0 and at GPU 2 leave it from GPU 3 and GPU 1, each NIC carrying one stream out and
+// one in: busbw = 2·B_nic; the same ring twice crosses one NIC only: B_nic.
+TEST(ClosedForm, RingsFollowTheTopologysOrders) {
+  auto busbw = [](int nodes, const std::string& mesh, const std::string& pcie, const std::string& nic,
+                  const std::string& rings, const std::string& strategy) {
+    std::string text = fmt::format(
+        "name: rings\n"
+        "cluster:\n"
+        "  nodes: {}\n"
+        "  gpu: a100-40gb\n"
+        "  node: {{gpus: 4, nics: 2, pcie: {{bandwidth: {}, latency: 0us}},{}\n"
+        "         gpu_link: {{kind: infinity-fabric, bandwidth: {}, latency: 0us,\n"
+        "                    pairs: [[0, 1, 2], [1, 2], [2, 3, 2], [3, 0]]}}}}\n"
+        "  network: {{kind: star, link: {{bandwidth: {}, latency: 0us}}}}\n"
+        "workload: {{collective: allreduce, bytes: 100MB}}\n"
+        "strategies: [{}]\n",
+        nodes, pcie, rings.empty() ? "" : " rings: " + rings + ",", mesh, nic, strategy);
+    Scenario sc = scenario_from(text);
+    return run_collective_workload(sc, sc.strategies.at(0), nodes, EngineOptions{true}).busbw;
+  };
+  const double b = 25e9;
+  const std::string both = "[[0, 1, 2, 3], [0, 3, 2, 1]]";
+  expect_rel(busbw(1, "25GB/s", "1GB/s", "25GB/s", both, "ring"), 2 * b);
+  expect_rel(busbw(1, "25GB/s", "1GB/s", "25GB/s", "", "ring"), b);
+  expect_rel(busbw(1, "25GB/s", "1GB/s", "25GB/s", "[[0, 1, 2, 3], [0, 1, 2, 3]]", "ring"), b);
+  expect_rel(busbw(1, "25GB/s", "1GB/s", "25GB/s", both, "hierarchical"), 2 * b);
+  expect_rel(busbw(1, "25GB/s", "1GB/s", "25GB/s", "", "hierarchical"), b);
+  // (PCIe now as fast as the mesh, far above the NICs: a GPU's hop to the next one is still its direct link.)
+  expect_rel(busbw(2, "1000GB/s", "1000GB/s", "25GB/s", "[[0, 1, 2, 3], [2, 3, 0, 1]]", "ring"), 2 * b);
+  expect_rel(busbw(2, "1000GB/s", "1000GB/s", "25GB/s", "[[0, 1, 2, 3], [0, 1, 2, 3]]", "ring"), b);
+}
+
 TEST(ClosedForm, RingAllreduceWithGamma) {
   // γ = 1/R with R = reduce_bandwidth_gpu = 50 GB/s; the p−1 reduce-scatter steps each reduce n/p bytes:
   // T = 2(p−1)·(2l + n/(p·B)) + (p−1)·(n/p)·γ

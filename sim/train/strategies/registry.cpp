@@ -131,6 +131,8 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
   }
   if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.channels = ring_channels(cluster, channels);
+  if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
+    shape.rings = cluster.rings;
   if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
     // With NCCL's protocols, NCCL's tuner picks ring, tree, NVLS (one node) or NVLSTree (across nodes);
     // otherwise the α-β estimate of ring and tree.
@@ -243,6 +245,7 @@ std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluste
 
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested) {
   if (requested > 0) return requested;
+  if (cluster.rings) return static_cast<uint32_t>(cluster.rings->size());
   std::vector<VertexId> nics;
   for (size_t i = 0; i < cluster.gpus.size() && i < static_cast<size_t>(cluster.gpus_per_node); ++i) {
     VertexId nic = cluster.topo.vertex(cluster.gpus[i]).nic;

@@ -118,8 +118,9 @@ std::vector<VertexId> plan_members(const CollectiveShape& resolved, const Cluste
 // heads; every head joins it along its own route, switch by switch, up to the first switch already in the
 // tree. Empty on one node.
 std::shared_ptr<const std::vector<SwitchTree>> switch_trees(const Cluster& cluster, uint32_t ranks);
-// A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 one per NIC the GPUs
-// of a node leave it through (as NCCL builds at least one ring per NIC), at most the GPUs of a node.
+// A ring's channels on this cluster (CollectiveShape::channels): `requested`, or with 0 the rings the
+// topology gives (NodeInterior::rings), else one per NIC the GPUs of a node leave it through (as NCCL builds
+// at least one ring per NIC), at most the GPUs of a node.
 uint32_t ring_channels(const Cluster& cluster, uint32_t requested);
 // Whether a collective of this plan may be run by the engine's max-plus fast path (CollectiveTask::isolated):
 // false when a bound on its standalone time (per round: the largest α and route latency, the most bytes one
