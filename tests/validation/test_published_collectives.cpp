@@ -189,16 +189,18 @@ TEST(PublishedCollectives, A100OneNodeOutOfSample) {
 
 TEST(PublishedCollectives, AlpsTwoNodesOverSlingshot) {
   // CSCS's run on 2 Alps GH200 nodes (scenarios/alps-gh200-nccl-tests.yaml): the small and the large sizes
-  // hold, the sizes between are a known miss (the model 0.65 to 2.9 times too fast from 4 KiB to 4 MiB; the
+  // hold, the sizes between are a known miss (the model 0.45 to 3.0 times too fast from 4 KiB to 8 MiB; the
   // scenario says what the run leaves open). This test fails when either changes.
   std::vector<Size> sizes =
       validate("alps-gh200-nccl-tests.yaml", "nccl-tests/alps-gh200-2node-santis.txt", "");
   ASSERT_EQ(sizes.size(), 25u);
   for (const Size& s : sizes) {
-    if (s.bytes <= 2048 || s.bytes >= 8 * 1024 * 1024) {
+    if (s.bytes <= 2048) {
       EXPECT_LE(s.rel_error, 0.17) << s.bytes << " B";
+    } else if (s.bytes >= 16 * 1024 * 1024) {
+      EXPECT_LE(s.rel_error, 0.12) << s.bytes << " B";
     } else {
-      EXPECT_GT(s.simulated_busbw, 1.5 * s.measured_busbw) << s.bytes << " B: the known miss closed?";
+      EXPECT_GT(s.simulated_busbw, 1.4 * s.measured_busbw) << s.bytes << " B: the known miss closed?";
     }
   }
 }
