@@ -31,7 +31,7 @@ struct Shipped {
 };
 
 constexpr Shipped kTopologies[] = {
-    {"juwels-booster", 25e9, 0.9, 79e9, 4},
+    {"juwels-booster", 25e9, 0.98, 79e9, 4},
     {"alps-gh200", 25e9, 0.96, 197e9, 4},
     {"lumi-g", 25e9, 0.85, 79e9, 4},
     {"frontier", 25e9, 0.85, 79e9, 4},
@@ -152,7 +152,7 @@ TEST(ShippedTopologies, DedicatedParameterServerIncast) {
 }
 
 // A scenario's comm keys apply on top of its topology's one at a time: juwels-booster says alpha_intra 2 us,
-// alpha_inter 6 us, efficiency_inter 0.9 and a 600 GB/s GPU reduction; a scenario that only caps the
+// alpha_inter 6 us, efficiency_inter 0.98 and a 600 GB/s GPU reduction; a scenario that only caps the
 // intra-node flow rate keeps all of those.
 TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
   YamlNode root =
@@ -165,7 +165,7 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
   EXPECT_EQ(c.comm.intra.ranges[0].alpha, Time::us(2));
   EXPECT_EQ(c.comm.intra.ranges[0].bandwidth, 12e9);
   EXPECT_EQ(c.comm.inter.ranges[0].alpha, Time::us(6));
-  EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.9);
+  EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.98);
   EXPECT_DOUBLE_EQ(c.comm.reduce_seconds(600e9, 1e6, false), 1.0);  // 600 GB at 600 GB/s
 }
 
