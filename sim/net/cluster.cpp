@@ -117,15 +117,15 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       }
       t.set_nic(cpu, nic[0]);
       c.cpus.push_back(cpu);
-      if ((kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) && !node->pairs.empty()) {
-        for (const GpuPair& pr : node->pairs) {
+      if (kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) {
+        for (const GpuPair& pr : node->pairs) {  // the pairs given, with their link counts
           LinkSpec spec = node->gpu_link;
           spec.capacity = Rate{spec.capacity.value * pr.links};
           t.connect(gpu[pr.a], gpu[pr.b], spec, LinkClass::NvLink);
         }
-      } else if (kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) {
-        for (int64_t i = 0; i < g; ++i)
-          for (int64_t j = i + 1; j < g; ++j) t.connect(gpu[i], gpu[j], node->gpu_link, LinkClass::NvLink);
+        if (node->pairs.empty())  // else every pair, by one link
+          for (int64_t i = 0; i < g; ++i)
+            for (int64_t j = i + 1; j < g; ++j) t.connect(gpu[i], gpu[j], node->gpu_link, LinkClass::NvLink);
       } else if (kind == GpuLinkKind::NvSwitch) {
         VertexId nvs = t.add_vertex(VertexKind::NvSwitch, ni, fmt::format("n{}.nvswitch", n));
         for (int64_t i = 0; i < g; ++i) t.connect(gpu[i], nvs, node->gpu_link, LinkClass::NvLink);

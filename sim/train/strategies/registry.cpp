@@ -129,10 +129,10 @@ std::unique_ptr<CollectivePlan> cluster_plan(CollectiveShape& shape, const Clust
     shape.algorithm = Algorithm::Hierarchical;
     shape.inter_node = Algorithm::Auto;
   }
-  if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
+  if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical) {
     shape.channels = ring_channels(cluster, channels);
-  if (shape.algorithm == Algorithm::Ring || shape.algorithm == Algorithm::Hierarchical)
     shape.rings = cluster.rings;
+  }
   if (shape.algorithm == Algorithm::Hierarchical && shape.inter_node == Algorithm::Auto) {
     // With NCCL's protocols, NCCL's tuner picks ring, tree, NVLS (one node) or NVLSTree (across nodes);
     // otherwise the α-β estimate of ring and tree.
