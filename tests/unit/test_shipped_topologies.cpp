@@ -33,8 +33,8 @@ struct Shipped {
 constexpr Shipped kTopologies[] = {
     {"juwels-booster", 25e9, 0.98, 79e9, 4},
     {"alps-gh200", 25e9, 0.96, 197e9, 4},
-    {"lumi-g", 25e9, 0.85, 79e9, 4},
-    {"frontier", 25e9, 0.85, 79e9, 4},
+    {"lumi-g", 25e9, 0.953, 79e9, 4},
+    {"frontier", 25e9, 0.953, 79e9, 4},
     {"dgx-a100-hdr-fattree", 25e9, 0.9, 79e9, 8},
     {"dgx-h100-ndr-fattree", 50e9, 0.9, 118e9, 8},
     {"aws-p4de-efa", 12.5e9, 1, 54e9, 4, 0.85, 0.85},
