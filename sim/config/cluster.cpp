@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "sim/core/data_dir.hpp"
+#include "sim/core/options.hpp"
 
 namespace ddlsim {
 
@@ -141,15 +142,16 @@ NodeInterior parse_node(const YamlNode& node) {
     gl.expect_keys({"kind", "bandwidth", "latency", "nvls"});
   else
     gl.expect_keys({"kind", "bandwidth", "latency", "pairs"});
-  const std::pair<const char*, GpuLinkKind> kinds[] = {{"nvlink-mesh", GpuLinkKind::NvlinkMesh},
-                                                       {"nvswitch", GpuLinkKind::NvSwitch},
-                                                       {"pcie", GpuLinkKind::Pcie},
-                                                       {"infinity-fabric", GpuLinkKind::InfinityFabric}};
-  auto k = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& e) { return kind == e.first; });
-  if (k == std::end(kinds))
+  static const std::pair<const char*, GpuLinkKind> kinds[] = {
+      {"nvlink-mesh", GpuLinkKind::NvlinkMesh},
+      {"nvswitch", GpuLinkKind::NvSwitch},
+      {"pcie", GpuLinkKind::Pcie},
+      {"infinity-fabric", GpuLinkKind::InfinityFabric}};
+  const std::optional<GpuLinkKind> k = named(kind, kinds);
+  if (!k)
     gl["kind"].fail(
         fmt::format("unknown gpu_link kind \"{}\" (nvlink-mesh, nvswitch, infinity-fabric, pcie)", kind));
-  in.gpu_link_kind = k->second;
+  in.gpu_link_kind = *k;
   in.gpu_link = LinkSpec{kind == "pcie" ? Rate{1} : gl["bandwidth"].as_rate(), get_time(gl, "latency")};
   in.nvls = gl.get_bool("nvls", false);
   in.pcie = parse_link(node["pcie"]);
@@ -584,15 +586,12 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
     c.host_cores = static_cast<int>(v);
   }
   if (auto h = L.get("host_cpu")) {
+    static const std::pair<const char*, HostCpu> cpus[] = {
+        {"intel", HostCpu::Intel}, {"amd", HostCpu::Amd}, {"arm", HostCpu::Arm}};
     const std::string v = h->as_string();
-    if (v == "intel")
-      c.host_cpu = HostCpu::Intel;
-    else if (v == "amd")
-      c.host_cpu = HostCpu::Amd;
-    else if (v == "arm")
-      c.host_cpu = HostCpu::Arm;
-    else
-      h->fail(fmt::format("host_cpu must be intel, amd or arm, not \"{}\"", v));
+    const std::optional<HostCpu> cpu = named(v, cpus);
+    if (!cpu) h->fail(fmt::format("host_cpu must be intel, amd or arm, not \"{}\"", v));
+    c.host_cpu = *cpu;
   }
   c.gpu = parse_gpu(L.require("gpu"));
   // The scenario's comm keys apply on top of its topology's, one key at a time.

@@ -21,15 +21,15 @@ CollectiveWorkload parse_collective(const YamlNode& w) {
   w.expect_keys({"collective", "bytes"});
   YamlNode kind = w["collective"];
   std::string name = kind.as_string();
-  auto k = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& e) { return name == e.first; });
-  if (k == std::end(kinds)) {
+  const std::optional<CollectiveKind> k = named(name, kinds);
+  if (!k) {
     std::vector<std::string> names;
     for (const auto& e : kinds) names.push_back(e.first);
     std::string hint = did_you_mean(name, names);
     kind.fail(fmt::format("unknown collective \"{}\" (allreduce, reduce-scatter, all-gather, broadcast){}",
                           name, hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
   }
-  return {k->second, w["bytes"].as_bytes().value};
+  return {*k, w["bytes"].as_bytes().value};
 }
 
 // A PS strategy's transport must be one the cluster's comm model names.

@@ -5,6 +5,7 @@
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/core/data_dir.hpp"
+#include "sim/core/options.hpp"
 
 namespace ddlsim {
 
@@ -261,15 +262,11 @@ Workload parse_workload(const YamlNode& w, const YamlNode& root, const ClusterCo
   }
   if (auto j = w.get("jitter")) {
     j->expect_keys({"distribution", "cv"});
-    std::string d = j->get_string("distribution", "lognormal");
-    if (d == "lognormal")
-      wl.jitter = Jitter::Lognormal;
-    else if (d == "normal")
-      wl.jitter = Jitter::Normal;
-    else if (d == "none")
-      wl.jitter = Jitter::None;
-    else
-      (*j)["distribution"].fail("distribution must be lognormal, normal or none");
+    static const std::pair<const char*, Jitter> jitters[] = {
+        {"lognormal", Jitter::Lognormal}, {"normal", Jitter::Normal}, {"none", Jitter::None}};
+    const std::optional<Jitter> d = named(j->get_string("distribution", "lognormal"), jitters);
+    if (!d) (*j)["distribution"].fail("distribution must be lognormal, normal or none");
+    wl.jitter = *d;
     wl.jitter_cv = (*j)["cv"].as_fraction();
     if (wl.jitter_cv < 0 || wl.jitter_cv > kMaxCv) (*j)["cv"].fail("cv must be between 0 and 10");
   }

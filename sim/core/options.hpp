@@ -4,7 +4,10 @@
 // knowing the file format.
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/core/error.hpp"
@@ -32,6 +35,14 @@ class OptionReader {
     where(key).fail(message);
   }
 };
+
+// The value `word` names in `table` ({word, value} pairs), or none: a configuration word read into its enum.
+template <class E, size_t N>
+std::optional<E> named(std::string_view word, const std::pair<const char*, E> (&table)[N]) {
+  for (const auto& [w, v] : table)
+    if (word == w) return v;
+  return std::nullopt;
+}
 
 // A latency-like time option (cycle_time, a link's latency): at most kMaxLatencySeconds (1 s).
 inline Time latency_option(const OptionReader& o, const std::string& key) {

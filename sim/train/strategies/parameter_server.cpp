@@ -312,15 +312,11 @@ void configure_ps(Strategy& s, const OptionReader& o) {
   ps.placement = parse_server_placement(o);
   if (!o.name_only()) {
     if (o.has("mode")) {
-      std::string m = o.text("mode");
-      if (m == "sync")
-        ps.mode = PsMode::Sync;
-      else if (m == "async")
-        ps.mode = PsMode::Async;
-      else if (m == "ssp")
-        ps.mode = PsMode::Ssp;
-      else
-        o.fail("mode", "mode must be sync, async or ssp");
+      static const std::pair<const char*, PsMode> modes[] = {
+          {"sync", PsMode::Sync}, {"async", PsMode::Async}, {"ssp", PsMode::Ssp}};
+      const std::optional<PsMode> m = named(o.text("mode"), modes);
+      if (!m) o.fail("mode", "mode must be sync, async or ssp");
+      ps.mode = *m;
     }
     if (o.has("staleness")) {
       int64_t v = o.integer("staleness");
