@@ -326,19 +326,16 @@ void configure_ps(Strategy& s, const OptionReader& o) {
     }
     if (o.has("chunk_size")) ps.chunk = positive_bytes(o, "chunk_size");
     if (o.has("sharding")) {
-      std::string v = o.text("sharding");
-      if (v == "range")
-        ps.sharding = PsSharding::Range;
-      else if (v == "partition")
-        ps.sharding = PsSharding::Partition;
-      else if (v == "round-robin" || v == "layer")
-        ps.sharding = PsSharding::RoundRobin;
-      else if (v == "greedy")
-        ps.sharding = PsSharding::Greedy;
-      else if (v == "mxnet")
-        ps.sharding = PsSharding::Mxnet;
-      else
+      static const std::pair<const char*, PsSharding> shardings[] = {{"range", PsSharding::Range},
+                                                                     {"partition", PsSharding::Partition},
+                                                                     {"round-robin", PsSharding::RoundRobin},
+                                                                     {"layer", PsSharding::RoundRobin},
+                                                                     {"greedy", PsSharding::Greedy},
+                                                                     {"mxnet", PsSharding::Mxnet}};
+      const std::optional<PsSharding> v = named(o.text("sharding"), shardings);
+      if (!v)
         o.fail("sharding", "sharding must be range, partition, round-robin (or layer), greedy or mxnet");
+      ps.sharding = *v;
       if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition && o.has("chunk_size"))
         o.fail("chunk_size",
                "chunk_size slices gradients for sharding: range or partition; by variable, each layer is one "
