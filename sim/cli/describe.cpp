@@ -147,9 +147,14 @@ int describe_command(const std::vector<std::string>& args) {
     // across nodes also what a hierarchical allreduce with inter_node auto runs (algorithm and protocol).
     const bool nodes = c.gpus_per_node > 0 && c.gpus.size() > static_cast<size_t>(c.gpus_per_node) &&
                        c.gpus.size() % static_cast<size_t>(c.gpus_per_node) == 0;
+    std::string enabled;  // NCCL_PROTO's protocols, when the cluster gives them
+    if (c.comm.nccl_proto)
+      for (size_t p = 0; p < kNcclProtocolNames.size(); ++p)
+        if ((*c.comm.nccl_proto)[p])
+          enabled += (enabled.empty() ? "; nccl_proto " : ",") + std::string(kNcclProtocolNames[p]);
     std::cout << fmt::format(
-        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}{}{}):\n", c.gpus.size(),
-        nodes ? (c.host_cpu == HostCpu::Amd ? "; AMD hosts" : "; Intel or Arm hosts") : "",
+        "  NCCL protocols (ring allreduce over {} GPUs; NCCL's own estimate, us{}{}{}{}{}):\n", c.gpus.size(),
+        nodes ? (c.host_cpu == HostCpu::Amd ? "; AMD hosts" : "; Intel or Arm hosts") : "", enabled,
         c.comm.nccl_net_latency > Time() ? "; network device latency " + format_time(c.comm.nccl_net_latency)
                                          : std::string(),
         nodes ? "; hierarchical with inter_node auto" : "", c.nvls && !nodes ? "; NVLS (NVLink SHARP)" : "");

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 
 #include "sim/core/data_dir.hpp"
 #include "sim/core/options.hpp"
@@ -368,6 +371,39 @@ CommClass parse_comm_ranges(const YamlNode& list) {
   return c;
 }
 
+// `nccl_proto`, NCCL_PROTO's syntax for one list: protocol names (any case) separated by commas, all the
+// others disabled; after ^, those disabled and all the others enabled. NCCL's per-collective form
+// ("allreduce:LL128;...") is refused: ddlsim's tuner prices the allreduce alone.
+std::array<bool, 3> parse_nccl_proto(const YamlNode& node) {
+  const std::string v = node.as_string();
+  if (v.find_first_of(";:") != std::string::npos)
+    node.fail(
+        "expected one list of protocols (e.g. ^LL128 or LL,Simple); NCCL's per-collective form is not "
+        "supported");
+  const bool except = !v.empty() && v[0] == '^';
+  std::array<bool, 3> on;
+  on.fill(except);
+  std::string_view rest = std::string_view(v).substr(except ? 1 : 0);
+  while (true) {
+    const size_t comma = rest.find(',');
+    std::string name(rest.substr(0, comma));
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    auto same = [&](const char* p) {
+      return std::equal(name.begin(), name.end(), p, p + std::char_traits<char>::length(p),
+                        [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
+    };
+    auto it = std::find_if(kNcclProtocolNames.begin(), kNcclProtocolNames.end(), same);
+    if (it == kNcclProtocolNames.end())
+      node.fail(fmt::format("\"{}\" is not one of NCCL's protocols LL, LL128, Simple", name));
+    on[static_cast<size_t>(it - kNcclProtocolNames.begin())] = !except;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (std::none_of(on.begin(), on.end(), [](bool b) { return b; })) node.fail("no protocol is left for NCCL");
+  return on;
+}
+
 // `incast: {curve: [[senders, goodput], ...], source}`: senders whole and increasing from 1, goodput a
 // fraction in (0, 1] that never rises with more senders; `incast: none` turns a base's curve off.
 IncastCurve parse_incast(const YamlNode& node) {
@@ -415,6 +451,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
                     "transports",
                     "incast",
                     "protocols",
+                    "nccl_proto",
                     "net_latency",
                     "pipeline_chunk",
                     "nvls_chunk",
@@ -465,6 +502,7 @@ CommModel parse_comm_model(const YamlNode& comm, const CommModel& base) {
     if (v != "nccl" && v != "none") pr->fail("protocols must be nccl or none");
     m.nccl_protocols = v == "nccl";
   }
+  if (auto np = comm.get("nccl_proto")) m.nccl_proto = parse_nccl_proto(*np);
   if (auto nl = comm.get("net_latency")) m.nccl_net_latency = parse_latency(*nl);
   if (auto pc = comm.get("pipeline_chunk")) {
     if (pc->is_scalar() && pc->as_string() == "none") {

@@ -3,8 +3,10 @@
 // can reach (a bandwidth bound and/or a fraction of its route's bottleneck), by message-size range (eager vs
 // rendezvous), for messages inside a node and across nodes; and the per-byte reduction cost (gamma) on GPUs
 // and on parameter-server CPUs. Defaults are the ideal network (no overhead); calibration fits the numbers.
+#include <array>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,9 @@
 #include "sim/net/flow_network.hpp"
 
 namespace ddlsim {
+
+// NCCL's protocols in its own order (NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE).
+inline constexpr std::array<const char*, 3> kNcclProtocolNames{"LL", "LL128", "Simple"};
 
 struct CommRange {
   double max_bytes = std::numeric_limits<double>::infinity();  // messages up to this size (inclusive)
@@ -68,6 +73,11 @@ struct CommModel {
   // (LL, LL128, Simple; train/nccl_tuner), its per-step latencies in place of alpha and its bytes on the
   // wire.
   bool nccl_protocols = false;
+  // `nccl_proto` (NCCL_PROTO): the protocols NCCL may pick, in NCCL's order (kNcclProtocolNames) and syntax:
+  // a list ("LL,Simple") enables exactly those, ^ and a list ("^LL128") all the others. Unset: NCCL's
+  // defaults, LL and Simple always, LL128 where its own rule allows (train/nccl_tuner). Set, it replaces that
+  // rule, as in NCCL (src/graph/tuning.cc: parseList writes every protocol's enable flag).
+  std::optional<std::array<bool, 3>> nccl_proto;
   // NCCL's network device latency (`net_latency`): what the network plugin reports
   // (ncclNetProperties.latency; NCCL's IB and socket transports report 0, plugins may set it). NCCL's tuner
   // adds it to every inter-node step's latency, twice with Simple (its flush), and so do the protocol's

@@ -1,6 +1,7 @@
 #include "sim/train/nccl_tuner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "sim/net/topology.hpp"
@@ -14,7 +15,6 @@ namespace {
 enum Proto { kLL = 0, kLL128 = 1, kSimple = 2 };
 enum Algo { kTree = 0, kRing = 1 };
 enum Hw { kNvLink = 0, kPci = 1, kNet = 2 };
-constexpr const char* kProtoNames[3] = {"LL", "LL128", "Simple"};
 constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
 constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}},
                                     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}},
@@ -65,6 +65,11 @@ int generation(const std::string& gpu, int& compcap) {
   return -1;
 }
 
+// NVLS, NVLSTree and CollNet run Simple alone: without it (`nccl_proto`) NCCL leaves them out.
+bool simple_on(const Cluster& c) {
+  return !c.comm.nccl_proto || (*c.comm.nccl_proto)[kSimple];
+}
+
 double log2i(double v) {
   return v < 1 ? 0 : std::floor(std::log2(v));
 }
@@ -113,12 +118,15 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
   // once each way, beats the NICs there.
   if (algorithm == Algorithm::DoubleTree && nodes == 2 && gpn > 1) bus = std::min(intra, 2 * ch * inter);
   bus /= 1e9;  // GB/s, as NCCL's constants
-  const bool ll128 = compcap >= 70 && (gpn == 1 || intra_hw == kNvLink);
+  // The protocols NCCL may pick: NCCL_PROTO's (`nccl_proto`) when given, else its defaults, LL128 only from
+  // Volta on and over NVLink inside a node.
+  const std::array<bool, 3> on = c.comm.nccl_proto.value_or(
+      std::array<bool, 3>{true, compcap >= 70 && (gpn == 1 || intra_hw == kNvLink), true});
   const double ll_max = kLlMaxBw[nodes == 1 ? gen : (c.host_cpu == HostCpu::Amd ? 1 : 0)][n_idx];
   const Algo a = algorithm == Algorithm::Ring ? kRing : kTree;
   for (int pr = kLL; pr <= kSimple; ++pr) {
-    NcclEstimate e{kProtoNames[pr], -1, {}};
-    if (pr == kLL128 && !ll128) {
+    NcclEstimate e{kNcclProtocolNames[pr], -1, {}};
+    if (!on[pr]) {
       out.push_back(e);
       continue;
     }
@@ -156,7 +164,7 @@ std::vector<NcclEstimate> nccl_estimates(const CollectiveShape& shape, const Clu
       alg = bw * .5;
     }
     e.seconds = (lat + shape.bytes / (1e3 * alg)) * 1e-6;
-    e.messages = MessageProtocol{kProtoNames[pr],
+    e.messages = MessageProtocol{kNcclProtocolNames[pr],
                                  Time::from_seconds(intra_lat * 1e-6),
                                  Time::from_seconds(inter_lat * 1e-6),
                                  Time::from_seconds(kBaseLat[a][pr] * 1e-6),
@@ -177,7 +185,8 @@ NcclEstimate nccl_nvls_estimate(const CollectiveShape& shape, const Cluster& c) 
   NcclEstimate e{"NVLS", -1, {}};
   int compcap = 0;
   const int gen = generation(c.gpu.name, compcap);
-  if (nvls_channels(c) == 0 || shape.ranks < 2 || shape.ranks != static_cast<uint32_t>(c.gpus_per_node))
+  if (nvls_channels(c) == 0 || !simple_on(c) || shape.ranks < 2 ||
+      shape.ranks != static_cast<uint32_t>(c.gpus_per_node))
     return e;
   // NCCL's model: the NVLS channels' NVLink bandwidth x nvlsEfficiency x (channels - 1) / channels, twice
   // for an allreduce (its reduce-scatter and all-gather halves pipeline), as bus bandwidth.
@@ -202,7 +211,8 @@ NcclEstimate nccl_nvls_tree_estimate(const CollectiveShape& shape, const Cluster
   int compcap = 0;
   const int gen = generation(c.gpu.name, compcap);
   const uint32_t g = static_cast<uint32_t>(c.gpus_per_node);
-  if (nvls_channels(c) == 0 || g < 2 || shape.ranks % g != 0 || shape.ranks / g < 2) return e;
+  if (nvls_channels(c) == 0 || !simple_on(c) || g < 2 || shape.ranks % g != 0 || shape.ranks / g < 2)
+    return e;
   // NCCL's model (tuning.cc): per channel the smaller of NVLS's bandwidth (NVLink x nvlsEfficiency x
   // (channels - 1) / channels, twice for an allreduce) and the network's (twice on two nodes, as for its
   // tree), within what a channel drives; as bus bandwidth. Here, as for the ring: one GPU's NVLink, and the
@@ -241,8 +251,8 @@ NcclEstimate nccl_collnet_estimate(const CollectiveShape& shape, const Cluster& 
   const uint32_t g = static_cast<uint32_t>(c.gpus_per_node);
   // CollNet Direct needs GPUs that meet at an NVSwitch (tuning.cc disables it elsewhere, where NCCL runs
   // CollNet Chain) and at most 8 of them (enqueue.cc: NCCL_MAX_DIRECT_ARITY + 1).
-  if (!c.comm.nccl_protocols || !c.sharp || gen < 0 || g > 8 || shape.ranks % g != 0 || shape.ranks / g < 2 ||
-      (g > 1 && c.nvswitches.empty()))
+  if (!c.comm.nccl_protocols || !simple_on(c) || !c.sharp || gen < 0 || g > 8 || shape.ranks % g != 0 ||
+      shape.ranks / g < 2 || (g > 1 && c.nvswitches.empty()))
     return e;
   // NCCL's model (tuning.cc): the graph's intra-node bandwidth at any node count (here one GPU's NVLink, as
   // for the ring), divided by the GPU:NIC ratio less half its excess over 1, x 0.85 from Hopper; as

@@ -380,6 +380,30 @@ TEST(ClosedForm, NcclTunerSwitchesWhereItsCostModelCrosses) {
   EXPECT_NEAR(at(1.02 * n2), nccl_simple(n(1.02 * n2)), 6e-12);
 }
 
+TEST(ClosedForm, NcclProtoLeavesProtocolsOut) {
+  // nccl_proto (NCCL_PROTO): a list enables exactly its protocols, ^ and a list all the others (any case).
+  // The ring of the tests above without LL128 (^LL128): LL until its line crosses Simple's,
+  //   n3 = (129.36 - 36.6) / (inv(12.5) - inv(25)) = 1.546 MB,
+  // Simple above; 1 MB, LL128's above, runs LL. With Simple alone, 8 B pays Simple's latency; with LL128
+  // alone, 100 MB runs LL128.
+  auto inv = [](double gbps) { return 1 / (1e3 * gbps * 2 / 3); };
+  const double n3 = (129.36 - 36.6) / (inv(12.5) - inv(25));
+  auto at = [&](const std::string& proto, double n, bool fast = true) {
+    return run(4, "ring", "{protocols: nccl, nccl_proto: '" + proto + "'}", "allreduce", fast, 1,
+               fmt::format("{}B", std::llround(n)))
+        .time_s;
+  };
+  auto n = [](double v) { return static_cast<double>(std::llround(v)); };
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast);
+    expect_rel(at("^LL128", 1e6, fast), nccl_ll(1e6));
+    expect_rel(at("Simple", 8, fast), nccl_simple(8));
+    expect_rel(at("ll128", 100e6, fast), nccl_ll128(100e6));
+  }
+  EXPECT_NEAR(at("^ll128", 0.98 * n3), nccl_ll(n(0.98 * n3)), 6e-12);
+  EXPECT_NEAR(at("LL, Simple", 1.02 * n3), nccl_simple(n(1.02 * n3)), 6e-12);
+}
+
 TEST(ClosedForm, NcclProtocolsInAHierarchicalAllreduce) {
   // A hierarchical allreduce runs with the protocol NCCL's tuner picks for its ring over all p = g·N ranks:
   // N = 4 nodes of g = 2 A100s joined by NVLink at B, each GPU with its own NIC and cable (B) to the switch.
@@ -905,6 +929,10 @@ TEST(ClosedForm, NcclTunerPicksNvlsAboveItsLatency) {
   EXPECT_EQ(nccl_choice(c, 256 * 1024.0), Algorithm::Hierarchical);
   EXPECT_EQ(nccl_choice(c, 2 * 1048576.0), Algorithm::Nvls);
   EXPECT_EQ(nccl_choice(c, 1 << 30), Algorithm::Nvls);
+  // NVLS runs Simple alone: without Simple (nccl_proto: LL,LL128) NCCL leaves it out too.
+  ClusterConfig no_simple = config;
+  no_simple.comm.nccl_proto = std::array<bool, 3>{true, true, false};
+  EXPECT_EQ(nccl_choice(build_cluster(no_simple, 1), 1 << 30), Algorithm::Hierarchical);
   config.node->nvls = false;
   EXPECT_EQ(nccl_choice(build_cluster(config, 1), 1 << 30), Algorithm::Hierarchical);
 }

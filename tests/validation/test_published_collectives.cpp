@@ -188,19 +188,23 @@ TEST(PublishedCollectives, A100OneNodeOutOfSample) {
 }
 
 TEST(PublishedCollectives, AlpsTwoNodesOverSlingshot) {
-  // CSCS's run on 2 Alps GH200 nodes (scenarios/alps-gh200-nccl-tests.yaml): the small and the large sizes
-  // hold, the sizes between are a known miss (the model 0.45 to 3.0 times too fast from 4 KiB to 8 MiB; the
-  // scenario says what the run leaves open). This test fails when either changes.
+  // CSCS's run on 2 Alps GH200 nodes (scenarios/alps-gh200-nccl-tests.yaml): NCCL runs without LL128 there
+  // (the topology's nccl_proto, with its sources), the small and the large sizes hold, 1 to 8 MiB are 17-76%
+  // fast, and 4 to 512 KiB are a known miss (the model 0.65 to 3.0 times too fast; the scenario says what the
+  // run leaves open). This test fails when any of these changes.
   std::vector<Size> sizes =
       validate("alps-gh200-nccl-tests.yaml", "nccl-tests/alps-gh200-2node-santis.txt", "");
   ASSERT_EQ(sizes.size(), 25u);
   for (const Size& s : sizes) {
+    EXPECT_NE(s.protocol, "LL128") << s.bytes << " B";
     if (s.bytes <= 2048) {
       EXPECT_LE(s.rel_error, 0.17) << s.bytes << " B";
     } else if (s.bytes >= 16 * 1024 * 1024) {
-      EXPECT_LE(s.rel_error, 0.12) << s.bytes << " B";
+      EXPECT_LE(s.rel_error, 0.13) << s.bytes << " B";
+    } else if (s.bytes >= 1024 * 1024) {
+      EXPECT_LE(s.rel_error, 0.77) << s.bytes << " B";
     } else {
-      EXPECT_GT(s.simulated_busbw, 1.4 * s.measured_busbw) << s.bytes << " B: the known miss closed?";
+      EXPECT_GT(s.simulated_busbw, 1.6 * s.measured_busbw) << s.bytes << " B: the known miss closed?";
     }
   }
 }
