@@ -151,22 +151,38 @@ TEST(ShippedTopologies, DedicatedParameterServerIncast) {
   }
 }
 
-// A scenario's comm keys apply on top of its topology's one at a time: juwels-booster says alpha_intra 2 us,
-// alpha_inter 6 us, efficiency_inter 0.98 and a 600 GB/s GPU reduction; a scenario that only caps the
+// A scenario's comm keys apply on top of its topology's one at a time: alps-gh200 says alpha_intra 2 us,
+// alpha_inter 3 us, efficiency_inter 0.96 and a 1500 GB/s GPU reduction; a scenario that only caps the
 // intra-node flow rate keeps all of those.
 TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
-  YamlNode root =
-      YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
-                                "/topologies/juwels-booster.yaml, nodes: 1, comm: {bandwidth_intra: "
-                                "12GB/s}}\n",
-                            "layered.yaml");
+  YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
+                                            "/topologies/alps-gh200.yaml, nodes: 1, comm: {bandwidth_intra: "
+                                            "12GB/s}}\n",
+                                        "layered.yaml");
   Cluster c = build_cluster(parse_cluster(root["cluster"], false), 1);
   ASSERT_EQ(c.comm.intra.ranges.size(), 1u);
   EXPECT_EQ(c.comm.intra.ranges[0].alpha, Time::us(2));
   EXPECT_EQ(c.comm.intra.ranges[0].bandwidth, 12e9);
-  EXPECT_EQ(c.comm.inter.ranges[0].alpha, Time::us(6));
-  EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.98);
-  EXPECT_DOUBLE_EQ(c.comm.reduce_seconds(600e9, 1e6, false), 1.0);  // 600 GB at 600 GB/s
+  EXPECT_EQ(c.comm.inter.ranges[0].alpha, Time::us(3));
+  EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.96);
+  EXPECT_DOUBLE_EQ(c.comm.reduce_seconds(1500e9, 1e6, false), 1.0);  // 1500 GB at 1500 GB/s
+}
+
+TEST(ShippedTopologies, JuwelsMpiMessagesTakeOsusLatency) {
+  // Open MPI's osu_latency between GPUs of JUWELS Booster (jubench-osu, as juwels-booster.yaml cites it): 1.8
+  // us across two nodes, 0.61, 0.36 and 0.61 us from GPU 0 to GPUs 1, 2 and 3 of a node (mean 0.53). A
+  // message that is not NCCL's takes its route's latency and alpha before it drains: across nodes 4 PCIe
+  // links and 2 switch hops, 4 x 385 ns + 2 x 130 ns; inside a node one NVLink link, 530 ns.
+  Scenario sc = scenario_for("juwels-booster", "[ring]");
+  Cluster c = build_cluster(sc.cluster, 2);
+  Router router(c.topo);
+  auto one_way = [&](VertexId a, VertexId b, const CommClass& k) {
+    double s = k.ranges[0].alpha.seconds();
+    for (LinkId l : router.route(a, b)) s += c.topo.links()[l].spec.latency.seconds();
+    return s;
+  };
+  EXPECT_NEAR(one_way(c.gpus[0], c.gpus[4], c.comm.inter), 1.8e-6, 1e-12);
+  for (size_t g = 1; g < 4; ++g) EXPECT_NEAR(one_way(c.gpus[0], c.gpus[g], c.comm.intra), 0.53e-6, 1e-12);
 }
 
 // A topology given as a relative path with its extension is found from any working directory: next to the
