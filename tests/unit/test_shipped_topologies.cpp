@@ -13,6 +13,7 @@
 #include "sim/config/cluster.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/train/collective_workload.hpp"
+#include "sim/train/transport.hpp"
 
 using namespace ddlsim;
 
@@ -171,18 +172,21 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
 TEST(ShippedTopologies, JuwelsMpiMessagesTakeOsusLatency) {
   // Open MPI's osu_latency between GPUs of JUWELS Booster (jubench-osu, as juwels-booster.yaml cites it): 1.8
   // us across two nodes, 0.61, 0.36 and 0.61 us from GPU 0 to GPUs 1, 2 and 3 of a node (mean 0.53). A
-  // message that is not NCCL's takes its route's latency and alpha before it drains: across nodes 4 PCIe
-  // links and 2 switch hops, 4 x 385 ns + 2 x 130 ns; inside a node one NVLink link, 530 ns.
+  // message that is not NCCL's takes its route's latency and alpha before it drains
+  // (Transport::message_timing, which prices every such message): across nodes 4 PCIe links and 2 switch
+  // hops, 4 x 385 ns + 2 x 130 ns; inside a node one NVLink link, 530 ns.
   Scenario sc = scenario_for("juwels-booster", "[ring]");
   Cluster c = build_cluster(sc.cluster, 2);
-  Router router(c.topo);
-  auto one_way = [&](VertexId a, VertexId b, const CommClass& k) {
-    double s = k.ranges[0].alpha.seconds();
-    for (LinkId l : router.route(a, b)) s += c.topo.links()[l].spec.latency.seconds();
-    return s;
+  EventQueue events;
+  Transport transport(c.topo, c.comm, events);
+  auto one_way = [&](VertexId a, VertexId b) {
+    Time latency;
+    double rate = 0;
+    transport.message_timing(a, b, 0, latency, rate);
+    return latency.seconds();
   };
-  EXPECT_NEAR(one_way(c.gpus[0], c.gpus[4], c.comm.inter), 1.8e-6, 1e-12);
-  for (size_t g = 1; g < 4; ++g) EXPECT_NEAR(one_way(c.gpus[0], c.gpus[g], c.comm.intra), 0.53e-6, 1e-12);
+  EXPECT_NEAR(one_way(c.gpus[0], c.gpus[4]), 1.8e-6, 1e-12);
+  for (size_t g = 1; g < 4; ++g) EXPECT_NEAR(one_way(c.gpus[0], c.gpus[g]), 0.53e-6, 1e-12);
 }
 
 // A topology given as a relative path with its extension is found from any working directory: next to the
