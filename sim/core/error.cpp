@@ -46,6 +46,13 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
       best = c;
     }
   }
+  if (!best.empty() || word.size() < 3) return best;
+  // Else the one candidate the word starts (`bucket` for bucket_size) or that starts the word.
+  for (const std::string& c : candidates)
+    if (c.size() >= 3 && (c.starts_with(word) || word.starts_with(c))) {
+      if (!best.empty()) return "";  // more than one: no single guess
+      best = c;
+    }
   return best;
 }
 

@@ -1,6 +1,7 @@
 #include "sim/io/yaml.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -437,7 +438,8 @@ void YamlNode::expect_keys(const std::vector<std::string>& allowed) const {
     SourceLocation where = from_override(path, true) ? SourceLocation{"--set", 0, 0}
                                                      : SourceLocation{impl_->file, m.line + 1, m.column + 1};
     throw InputError(where, path,
-                     hint.empty() ? "unknown key" : fmt::format("unknown key (did you mean \"{}\"?)", hint));
+                     hint.empty() ? fmt::format("unknown key (accepted: {})", fmt::join(allowed, ", "))
+                                  : fmt::format("unknown key (did you mean \"{}\"?)", hint));
   }
 }
 
