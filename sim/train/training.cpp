@@ -132,7 +132,10 @@ class Builder {
         TaskId load = loads ? g.add_delay(Time::from_seconds(std::max(decode, read * y) * jl), Category::Io,
                                           static_cast<int32_t>(w), k, l_load, loader[w])
                             : g.add_delay(Time(), Category::Io, static_cast<int32_t>(w), k, l_load);
-        if (k >= ls.prefetch) g.depend(forwards[w][k - ls.prefetch], load);
+        // The loader starts once the model is built and its weights broadcast (the training loop's data
+        // iterator comes after DDP's constructor or Horovod's broadcast_parameters), then keeps `prefetch`
+        // batches ahead of forward.
+        g.depend(k >= ls.prefetch ? forwards[w][k - ls.prefetch] : out.broadcast, load);
         TaskId first = load;
         if (ls.gpu_cost > 0) {
           // GPU-side preprocessing (DALI on the GPU) runs on a stream of its own, interleaved with the

@@ -152,9 +152,10 @@ TEST(Aach2023, LargerModelScalesBetter) {
 TEST(Aach2023, Table2AllreduceShare) {
   // Table 2: share of run time in which NCCL AllReduce kernels run (overlapped or not). The simulator's
   // quantity is the same, averaged over workers: from each bucket's launch (waiting for late ranks included)
-  // to its end. Every point held within ±0.08 (largest misses: ResNet-50 0.047, ResNet-101 0.077 at 4 GPUs,
-  // ResNet-152 0.057). Between nodes NCCL's choice of ring or tree (inter_node: auto) makes the latency grow
-  // as the tree's depth at scale, which gives the table's steady rise up to 1024 GPUs.
+  // to its end. Every point but one held within ±0.08 (largest misses: ResNet-50 0.050 at 512 GPUs,
+  // ResNet-101 0.073 at 4, ResNet-152 0.059 at 1024); ResNet-101 at 1024 GPUs is in KnownMisses. Between
+  // nodes NCCL's choice of ring or tree (inter_node: auto) makes the latency grow as the tree's depth at
+  // scale, which gives the table's steady rise up to 1024 GPUs.
   auto check = [](const std::string& model, std::initializer_list<int> gpus) {
     auto pts = validate(model + "-dali-cpu.yaml");
     for (int g : gpus)
@@ -166,7 +167,7 @@ TEST(Aach2023, Table2AllreduceShare) {
         << model;
   };
   check("resnet50", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  check("resnet101", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  check("resnet101", {4, 8, 16, 32, 64, 128, 256, 512});
   check("resnet152", {4, 8, 16, 32, 64, 128, 256, 512, 1024});
 }
 
@@ -202,6 +203,14 @@ TEST(Aach2023, KnownMisses) {
   EXPECT_GT(at(native, "resnet50-horovod-native/horovod/128/efficiency").abs_error, 0.05);
   EXPECT_GT(at(native, "resnet50-deepspeed-native/deepspeed/128/efficiency").abs_error, 0.05);
   EXPECT_GT(at(native, "resnet50-ddp-native/ddp/128/share_allreduce").abs_error, 0.08);
+  // ResNet-101 with DALI at 1024 GPUs: the AllReduce share is 0.61 against 0.49. There the shared file
+  // system nearly bounds a step (53 GB/s over 1024 GPUs), and ranks whose batch came late keep the others
+  // waiting inside the allreduce. This point was held (0.54) only while the loaders began during the initial
+  // weight broadcast: its 0.23 s of head start (almost two batches) carried the 12 measured steps, and 48
+  // steps of the same model gave 0.64 (E_G 0.810 -> 0.781). The loaders now start after the broadcast, as a
+  // training loop's data iterator does, so 12 steps give nearly what 48 do (0.61 and 0.66).
+  auto r101 = validate("resnet101-dali-cpu.yaml");
+  EXPECT_GT(at(r101, "resnet101-ddp-dali/ddp/1024/share_allreduce").abs_error, 0.08);
 }
 
 TEST(HorovodGuide, EightyEightPercentOn128Gpus) {
