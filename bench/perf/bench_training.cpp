@@ -20,11 +20,18 @@
 //                                     step, on the flow model: `partition` sends each 4 MB chunk to one
 //                                     server (BytePS; incasts of 4N flows), `range` splits every chunk over
 //                                     all servers (an all-to-all of 4N^2 flows per chunk)
+//   dragonfly-16384-{juwels,alps}     (--dragonfly only) the default scenario's DDP (hierarchical, NCCL's
+//                                     choice between nodes: the pipelined double tree) on 4096 nodes of
+//                                     JUWELS Booster's dragonfly+ grown to that size, and of alps-gh200
+//                                     (bf16), one step, loading from the scenario's file system: tree edges
+//                                     between groups share global links, so the flow model carries ~2 M
+//                                     messages
 //   memory-*                          (--memory only) the memory estimate a run is checked against before
 //                                     it starts (MemoryModel) next to the peak RSS of the process,
 //                                     cases in ascending size so that each one's peak is the new maximum
-// Usage: bench_training [--quick | --alps | --ps [NODES SHARDING] | --memory]   (--quick: 64 and 1024 GPUs
-// instead of 1024 and 16384; --ps: partition on 256 nodes, range on 16 and 32, unless given)
+// Usage: bench_training [--quick | --alps | --dragonfly | --ps [NODES SHARDING] | --memory]
+// (--quick: 64 and 1024 GPUs instead of 1024 and 16384; --ps: partition on 256 nodes, range on 16 and 32,
+// unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -121,6 +128,13 @@ int main(int argc, char** argv) {
     memory_case("memory-juwels-256-ddp-2001-steps", juwels, 64, {"strategies=[ddp]", "workload.steps=2000"});
     memory_case("memory-juwels-64-ps-colocated-201-steps", juwels, 16,
                 {"strategies=[{name: ps, servers: 16, placement: colocated}]", "workload.steps=200"});
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--dragonfly") == 0) {
+    const std::string tree = "hierarchical, inter_node: auto";
+    run_case("dragonfly-16384-juwels", juwels, 4096, tree, {"cluster.max_nodes=4096"});
+    run_case("dragonfly-16384-alps", juwels, 4096, tree,
+             {"cluster.max_nodes=4096", "cluster.topology=alps-gh200", "workload.precision=bf16"});
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--alps") == 0) {
