@@ -244,17 +244,17 @@ TEST(Random, FirstTwoOutputsAreStdMt19937_64s) {
   }
 }
 
-}  // namespace
-}  // namespace ddlsim
-
 // did_you_mean: the candidate within an edit distance of max(2, |word| / 3) (the closest), else the one
 // candidate the word starts or that starts the word (3 letters at least), else none.
 TEST(DidYouMean, CloseSpellingThenTheOnePrefix) {
   const std::vector<std::string> keys = {"bucket_size", "overlap", "alpha_intra", "alpha_inter"};
-  EXPECT_EQ(ddlsim::did_you_mean("buket_size", keys), "bucket_size");  // one letter dropped
-  EXPECT_EQ(ddlsim::did_you_mean("bucket", keys), "bucket_size");      // distance 5, but the start of one key
-  EXPECT_EQ(ddlsim::did_you_mean("overlapping", keys), "overlap");     // starts with a key
-  EXPECT_EQ(ddlsim::did_you_mean("alpha", keys), "");  // the start of two keys: no single guess
-  EXPECT_EQ(ddlsim::did_you_mean("ov", keys), "");     // too short to guess from
-  EXPECT_EQ(ddlsim::did_you_mean("channels", keys), "");
+  EXPECT_EQ(did_you_mean("buket_size", keys), "bucket_size");  // one letter dropped
+  EXPECT_EQ(did_you_mean("bucket", keys), "bucket_size");      // distance 5, but the start of one key
+  EXPECT_EQ(did_you_mean("overlapping", keys), "overlap");     // starts with a key
+  EXPECT_EQ(did_you_mean("alpha", keys), "");                  // the start of two keys: no single guess
+  EXPECT_EQ(did_you_mean("ov", keys), "");                     // too short to guess from
+  EXPECT_EQ(did_you_mean("channels", keys), "");
 }
+
+}  // namespace
+}  // namespace ddlsim
