@@ -66,9 +66,12 @@ bool loader_matches(const std::string& measured, const std::string& kind) {
   return measured == kind || measured == "unspecified" || (measured == "dali" && kind == "dali-cpu");
 }
 
-bool framework_matches(const std::string& f, const TrainingResult& r) {
-  return f == "unspecified" || f == r.strategy || f == r.strategy_name ||
-         (f == "deepspeed" && r.strategy_name == "zero") || (f == "pytorch-ddp" && r.strategy_name == "ddp");
+// A measured row's framework names one of the scenario's strategy labels (then that strategy alone, so that
+// `ddp` and `{name: ddp, label: ddp-1mb}` each get their own rows), or a strategy or framework name.
+bool framework_matches(const std::string& f, const TrainingResult& r, const std::set<std::string>& labels) {
+  if (labels.count(f)) return f == r.strategy;
+  return f == "unspecified" || f == r.strategy_name || (f == "deepspeed" && r.strategy_name == "zero") ||
+         (f == "pytorch-ddp" && r.strategy_name == "ddp");
 }
 
 struct Row {
@@ -205,7 +208,9 @@ int validate_command(const std::vector<std::string>& args) {
   size_t c_series = optional_column("series"), c_cite = optional_column("citation");
   int gpn = sc.cluster.gpus_per_node;
   std::vector<Row> rows;
-  std::set<int64_t> node_counts;
+  // The runs the rows need: node counts per GPUs in use per node (a count below one node with an interior
+  // runs on that node's first GPUs, as a launcher with --nproc_per_node does).
+  std::map<int, std::set<int64_t>> layouts;
   int skipped = 0;
   for (size_t i = 0; i < csv.rows.size(); ++i) {
     const auto& cells = csv.rows[i];
@@ -244,11 +249,14 @@ int validate_command(const std::vector<std::string>& args) {
       throw InputError({csv.file, csv.lines[i], 1}, "gpus",
                        fmt::format("{} GPUs is more than the scenario's system has ({} nodes of {})", r.gpus,
                                    system_nodes, gpn));
-    if (r.gpus % gpn != 0) {
+    if (r.gpus % gpn == 0)
+      layouts[gpn].insert(r.gpus / gpn);
+    else if (sc.cluster.node && r.gpus < gpn)
+      layouts[static_cast<int>(r.gpus)].insert(1);
+    else {
       ++skipped;
       continue;
     }
-    node_counts.insert(r.gpus / gpn);
     rows.push_back(std::move(r));
   }
   if (rows.empty()) {
@@ -256,21 +264,30 @@ int validate_command(const std::vector<std::string>& args) {
     for (const auto& cells : csv.rows) models.insert(cells[c_model]), loaders.insert(cells[c_loader]);
     throw InputError(
         {csv.file, 1, 1}, "model/loader",
-        fmt::format("no measured rows for the scenario's model {} with loader {} and a quantity "
-                    "ddlsim simulates at a whole number of nodes (the file's models: {}; loaders: "
-                    "{}; {} rows)",
-                    ws.model, ws.loader, fmt::join(models, ", "), fmt::join(loaders, ", "), csv.rows.size()));
+        fmt::format(
+            "no measured rows for the scenario's model {} with loader {} and a quantity "
+            "ddlsim simulates at a whole number of nodes or on part of one (the file's models: {}; loaders: "
+            "{}; {} rows)",
+            ws.model, ws.loader, fmt::join(models, ", "), fmt::join(loaders, ", "), csv.rows.size()));
   }
   TrainingOptions topts;
   topts.engine.fast_collectives = !a.has("no-fast");
   topts.jobs = jobs_option(a);
-  std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
-  const std::vector<std::string> unreachable = bandwidth_notes(sc.cluster, counts);
+  std::set<std::string> labels;
+  for (const Strategy& st : sc.strategies) labels.insert(st.label);
+  std::vector<std::string> unreachable;
   std::vector<TrainingResult> results;
-  {
-    ProgressBar bar(sc.name);
+  for (const auto& [used, node_counts] : layouts) {
+    Scenario run = sc;
+    run.cluster.gpus_per_node = used;
+    std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
+    for (std::string& note : bandwidth_notes(run.cluster, counts))
+      if (std::find(unreachable.begin(), unreachable.end(), note) == unreachable.end())
+        unreachable.push_back(std::move(note));
+    ProgressBar bar(used == gpn ? sc.name : fmt::format("{} ({} GPUs of a node)", sc.name, used));
     topts.progress = bar.callback();
-    results = run_training(sc, counts, topts);
+    std::vector<TrainingResult> part = run_training(run, counts, topts);
+    results.insert(results.end(), part.begin(), part.end());
   }
 
   Report report;
@@ -289,7 +306,7 @@ int validate_command(const std::vector<std::string>& args) {
   bool exceeded = false;
   for (const TrainingResult& res : results) {
     for (const Row& row : rows) {
-      if (row.gpus != res.gpus || !framework_matches(row.framework, res)) continue;
+      if (row.gpus != res.gpus || !framework_matches(row.framework, res, labels)) continue;
       double sim = simulated(res, row.quantity);
       double diff = sim - row.value;
       // A bound only misses on its wrong side.

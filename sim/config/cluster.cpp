@@ -608,11 +608,16 @@ ClusterConfig parse_cluster(const YamlNode& cluster, bool need_nodes) {
   }
   std::optional<YamlNode> node = L.get("node");
   if (node) {
+    // With an interior, gpus_per_node is how many of its GPUs a job uses (the first ones, as a launcher's
+    // --nproc_per_node with the default CUDA_VISIBLE_DEVICES does); every GPU by default.
     int gpus = static_cast<int>((*node)["gpus"].as_int());
-    if (auto g = L.get("gpus_per_node"); g && g->as_int() != gpus)
-      g->fail(fmt::format("the node interior has {} GPUs (node.gpus); drop gpus_per_node or make it {}", gpus,
-                          gpus));
     c.gpus_per_node = gpus;
+    if (auto g = L.get("gpus_per_node")) {
+      int64_t v = g->as_int();
+      if (v < 1 || v > gpus)
+        g->fail(fmt::format("gpus_per_node must be between 1 and the node's {} GPUs (node.gpus)", gpus));
+      c.gpus_per_node = static_cast<int>(v);
+    }
   } else if (auto g = L.get("gpus_per_node")) {
     int64_t v = g->as_int();
     if (v < 1 || v > 64) g->fail("gpus_per_node must be between 1 and 64");

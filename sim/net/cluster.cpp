@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "sim/core/interrupt.hpp"
@@ -91,10 +92,18 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       if (i % g == 0) c.cpus.push_back(v);
     }
   } else {
-    const int64_t g = node->gpus, nics = node->nics;
+    // g of the node's GPUs in use (gpus_per_node): the first g, on the NICs and links the whole node gives
+    // them.
+    const int64_t g = config.gpus_per_node, all = node->gpus, nics = node->nics;
     const GpuLinkKind kind = node->gpu_link_kind;
-    if (!node->rings.empty())
-      c.rings = std::make_shared<const std::vector<std::vector<uint32_t>>>(node->rings);
+    if (!node->rings.empty()) {
+      std::vector<std::vector<uint32_t>> rings;  // each ring's order over the GPUs in use
+      for (const std::vector<uint32_t>& r : node->rings) {
+        rings.emplace_back();
+        std::copy_if(r.begin(), r.end(), std::back_inserter(rings.back()), [g](uint32_t i) { return i < g; });
+      }
+      c.rings = std::make_shared<const std::vector<std::vector<uint32_t>>>(std::move(rings));
+    }
     c.nvls = node->nvls && kind == GpuLinkKind::NvSwitch;
     for (int64_t n = 0; n < nodes; ++n) {
       if ((n & 4095) == 0) throw_if_interrupted();
@@ -110,7 +119,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       }
       for (int64_t i = 0; i < g; ++i) {
         gpu[i] = t.add_vertex(VertexKind::Gpu, ni, fmt::format("n{}.gpu{}", n, i));
-        int64_t k = i * nics / g;  // GPUs share NICs evenly, in order (local rank i -> NIC i*nics/gpus)
+        int64_t k = i * nics / all;  // GPUs share NICs evenly, in order (local rank i -> NIC i*nics/gpus)
         t.connect(gpu[i], sw[k], node->pcie, LinkClass::Pcie);
         t.set_nic(gpu[i], nic[k]);
         c.gpus.push_back(gpu[i]);
@@ -119,6 +128,7 @@ Cluster build_cluster(const ClusterConfig& config, int64_t nodes, const ServerHo
       c.cpus.push_back(cpu);
       if (kind == GpuLinkKind::NvlinkMesh || kind == GpuLinkKind::InfinityFabric) {
         for (const GpuPair& pr : node->pairs) {  // the pairs given, with their link counts
+          if (pr.a >= g || pr.b >= g) continue;
           LinkSpec spec = node->gpu_link;
           spec.capacity = Rate{spec.capacity.value * pr.links};
           t.connect(gpu[pr.a], gpu[pr.b], spec, LinkClass::NvLink);

@@ -300,11 +300,9 @@ TrainingResult simulate_once(const Scenario& sc, const Strategy& st, int64_t nod
                              const TrainingOptions& opts, bool write_trace, int64_t gpu_limit,
                              const std::function<void(double)>& share) {
   const Workload& wl = sc.training;
-  Cluster cluster = build_cluster(sc.cluster, nodes, st.server_hosts());
-  if (gpu_limit > 0 && static_cast<size_t>(gpu_limit) < cluster.gpus.size()) {
-    cluster.gpus.resize(static_cast<size_t>(gpu_limit));
-    cluster.gpus_per_node = std::min<int>(cluster.gpus_per_node, static_cast<int>(gpu_limit));
-  }
+  ClusterConfig config = sc.cluster;  // part of a node: its first gpu_limit GPUs (build_cluster)
+  if (gpu_limit > 0 && gpu_limit < config.gpus_per_node) config.gpus_per_node = static_cast<int>(gpu_limit);
+  Cluster cluster = build_cluster(config, nodes, st.server_hosts());
   std::unique_ptr<StepBuilder> strategy = find_strategy_entry(st.name)->builder(st);
   Builder builder(wl, *strategy, cluster, sc.seed);
   Built built = builder.build();

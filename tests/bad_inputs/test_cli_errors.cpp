@@ -180,7 +180,8 @@ TEST(CliErrors, ValidateMeasuredCsvProblems) {
        "the header names column \"value\" twice (columns 6 and 7)"},
       {"measured_other_model.csv", "measured_other_model.csv:1:1: model/loader: ",
        "no measured rows for the scenario's model resnet50 with loader dali-cpu and a quantity ddlsim "
-       "simulates at a whole number of nodes (the file's models: vgg16; loaders: dali; 1 rows)"}};
+       "simulates at a whole number of nodes or on part of one (the file's models: vgg16; loaders: dali; 1 "
+       "rows)"}};
   for (const Case& c : cases) {
     Outcome o = ddlsim("validate '" + scenario + "' --measured '" + data(c.file) + "'");
     EXPECT_EQ(o.status, 2) << c.file << ": " << o.out;
@@ -348,8 +349,9 @@ TEST(CliErrors, KeysThatWouldBeIgnoredAreRejected) {
                           "strategies[0].link: link is the cable of a dedicated server");
   expect_override_error("aach2023/resnet50-dali-cpu.yaml", "workload.loader.gpu_cost=1ms",
                         "--set: workload.loader.gpu_cost: gpu_cost applies to the dali-gpu loader only");
-  expect_override_error("aach2023/resnet50-dali-cpu.yaml", "cluster.gpus_per_node=8",
-                        "--set: cluster.gpus_per_node: the node interior has 4 GPUs");
+  expect_override_error(
+      "aach2023/resnet50-dali-cpu.yaml", "cluster.gpus_per_node=8",
+      "--set: cluster.gpus_per_node: gpus_per_node must be between 1 and the node's 4 GPUs");
   expect_override_error("horovod-mnist.yaml",
                         "workload.model={architecture: resnet50, layers: [{params: 1, forward_flops: 1}]}",
                         "workload.model.layers: give architecture or layers, not both");

@@ -41,6 +41,7 @@ constexpr Shipped kTopologies[] = {
     {"aws-p4de-efa", 12.5e9, 1, 54e9, 4, 0.85, 0.85},
     {"ethernet-25g", 3.125e9, 0.744, 30e9, 1, 0.941},
     {"ethernet-100g", 12.5e9, 0.691, 79e9, 1, 0.941},
+    {"dgx1-v100-edr", 12.5e9, 0.9, 30e9, 4},
 };
 
 Scenario scenario_for(const std::string& topology, const std::string& strategies,
@@ -214,4 +215,35 @@ TEST(ShippedTopologies, FlowBoundsAboveWhatTheRouteCarriesAreReported) {
   EXPECT_NE(over[0].find("the 369.9 GB/s one flow reaches"), std::string::npos) << over[0];
   EXPECT_TRUE(notes("300GB/s").empty());
   EXPECT_TRUE(notes("372GB/s").empty());
+}
+
+TEST(ShippedTopologies, PartOfANodeUsesItsFirstGpusOnTheirOwnLinksAndNics) {
+  // cluster.gpus_per_node 4 on DGX-1 (8 GPUs, 4 NICs, GPUs 2k and 2k+1 behind NIC k): each node has GPUs
+  // 0-3 on NICs 0, 0, 1, 1 (i·nics/gpus with the whole node's 8), the NVLink pairs among them alone (all six
+  // pairs of 0-3: 0-1, 0-2, 1-3 of one link, 0-3, 1-2, 2-3 of two) and each ring reduced to its order over
+  // 0-3; every NIC of the node stays cabled to the fabric.
+  Scenario sc = scenario_for("dgx1-v100-edr", "[ring]", {"cluster.gpus_per_node=4"});
+  ASSERT_EQ(sc.cluster.gpus_per_node, 4);
+  Cluster c = build_cluster(sc.cluster, 2);
+  ASSERT_EQ(c.gpus.size(), 8u);
+  EXPECT_EQ(c.gpus_per_node, 4);
+  const Topology& t = c.topo;
+  const char* nics[] = {"n0.nic0", "n0.nic0", "n0.nic1", "n0.nic1",
+                        "n1.nic0", "n1.nic0", "n1.nic1", "n1.nic1"};
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(t.vertex(t.vertex(c.gpus[i]).nic).name, nics[i]) << i;
+  double nvlink = 0;  // bytes/s over node 0's NVLinks, both directions: 2 x (1 + 1 + 2 + 2 + 1 + 2) x 25 GB/s
+  int nics_cabled = 0;
+  for (const DirectedLink& l : t.links()) {
+    if (l.cls == LinkClass::NvLink && t.vertex(l.from).node == 0) nvlink += l.spec.capacity.value;
+    if (t.vertex(l.from).kind == VertexKind::Nic && t.vertex(l.to).kind != VertexKind::PcieSwitch)
+      ++nics_cabled;
+  }
+  EXPECT_DOUBLE_EQ(nvlink, 2 * 9 * 25e9);
+  EXPECT_EQ(nics_cabled, 8);  // 4 NICs per node on the fabric
+  ASSERT_TRUE(c.rings);
+  ASSERT_EQ(c.rings->size(), 6u);
+  EXPECT_EQ((*c.rings)[0], (std::vector<uint32_t>{1, 3, 2, 0}));  // [1, 3, 2, 6, 7, 5, 4, 0] over 0-3
+  for (const auto& r : *c.rings) EXPECT_EQ(r.size(), 4u);
+  // More GPUs than the node has: refused, naming the key.
+  EXPECT_THROW(scenario_for("dgx1-v100-edr", "[ring]", {"cluster.gpus_per_node=9"}), InputError);
 }
