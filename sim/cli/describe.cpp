@@ -68,9 +68,12 @@ int describe_command(const std::vector<std::string>& args) {
     ++e.first;
     e.second = l.spec.capacity.value;
   }
-  std::cout << fmt::format("cluster {}: {} nodes x {} {} = {} GPUs, {} vertices, {} directed links\n", c.name,
-                           c.nodes, c.gpus_per_node, c.gpu.name, c.gpus.size(), c.topo.vertex_count(),
-                           c.topo.links().size());
+  const std::string part = cluster.node && cluster.gpus_per_node < cluster.node->gpus
+                               ? fmt::format(" (the first of each node's {})", cluster.node->gpus)
+                               : "";
+  std::cout << fmt::format("cluster {}: {} nodes x {} {}{} = {} GPUs, {} vertices, {} directed links\n",
+                           c.name, c.nodes, c.gpus_per_node, c.gpu.name, part, c.gpus.size(),
+                           c.topo.vertex_count(), c.topo.links().size());
   for (const auto& [cls, e] : by_class)
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
   if (c.topo.adaptive_routing())
