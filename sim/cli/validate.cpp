@@ -208,9 +208,9 @@ int validate_command(const std::vector<std::string>& args) {
   size_t c_series = optional_column("series"), c_cite = optional_column("citation");
   int gpn = sc.cluster.gpus_per_node;
   std::vector<Row> rows;
-  // The runs the rows need: node counts per GPUs in use per node (a count below one node with an interior
-  // runs on that node's first GPUs, as a launcher with --nproc_per_node does).
-  std::map<int, std::set<int64_t>> layouts;
+  // The runs the rows need: node counts, and counts below one node of an interior (run on that node's first
+  // GPUs, as a launcher's --nproc_per_node does), all related to one reference.
+  std::set<int64_t> node_counts, part_node_gpus;
   int skipped = 0;
   for (size_t i = 0; i < csv.rows.size(); ++i) {
     const auto& cells = csv.rows[i];
@@ -250,9 +250,9 @@ int validate_command(const std::vector<std::string>& args) {
                        fmt::format("{} GPUs is more than the scenario's system has ({} nodes of {})", r.gpus,
                                    system_nodes, gpn));
     if (r.gpus % gpn == 0)
-      layouts[gpn].insert(r.gpus / gpn);
+      node_counts.insert(r.gpus / gpn);
     else if (sc.cluster.node && r.gpus < gpn)
-      layouts[static_cast<int>(r.gpus)].insert(1);
+      part_node_gpus.insert(r.gpus);
     else {
       ++skipped;
       continue;
@@ -275,19 +275,15 @@ int validate_command(const std::vector<std::string>& args) {
   topts.jobs = jobs_option(a);
   std::set<std::string> labels;
   for (const Strategy& st : sc.strategies) labels.insert(st.label);
-  std::vector<std::string> unreachable;
+  topts.part_node_gpus.assign(part_node_gpus.begin(), part_node_gpus.end());
+  std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
+  const std::vector<std::string> unreachable =
+      bandwidth_notes(sc.cluster, counts.empty() ? std::vector<int64_t>{1} : counts);
   std::vector<TrainingResult> results;
-  for (const auto& [used, node_counts] : layouts) {
-    Scenario run = sc;
-    run.cluster.gpus_per_node = used;
-    std::vector<int64_t> counts(node_counts.begin(), node_counts.end());
-    for (std::string& note : bandwidth_notes(run.cluster, counts))
-      if (std::find(unreachable.begin(), unreachable.end(), note) == unreachable.end())
-        unreachable.push_back(std::move(note));
-    ProgressBar bar(used == gpn ? sc.name : fmt::format("{} ({} GPUs of a node)", sc.name, used));
+  {
+    ProgressBar bar(sc.name);
     topts.progress = bar.callback();
-    std::vector<TrainingResult> part = run_training(run, counts, topts);
-    results.insert(results.end(), part.begin(), part.end());
+    results = run_training(sc, counts, topts);
   }
 
   Report report;

@@ -594,17 +594,23 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
                                          const TrainingOptions& opts) {
   int gpn = sc.cluster.gpus_per_node;
   if (gpn < 1) throw std::invalid_argument("run_training: the cluster needs at least one GPU per node");
-  int64_t ref_gpus =
-      sc.reference_gpus > 0 ? sc.reference_gpus : *std::min_element(counts.begin(), counts.end()) * gpn;
+  const std::vector<int64_t>& parts = opts.part_node_gpus;
+  int64_t smallest = INT64_MAX;
+  for (int64_t n : counts) smallest = std::min(smallest, n * gpn);
+  for (int64_t g : parts) smallest = std::min(smallest, g);
+  if (smallest == INT64_MAX) throw std::invalid_argument("run_training: no points to run");
+  int64_t ref_gpus = sc.reference_gpus > 0 ? sc.reference_gpus : smallest;
   if (ref_gpus > gpn && ref_gpus % gpn != 0)
     sc.reference_where.fail(
         fmt::format("reference_gpus must be at most one node or a multiple of {} GPUs per node", gpn));
-  // Every simulation is independent: list them (per strategy, each count and the reference: part of a node
-  // runs on that node's first GPUs), run them on `jobs` threads, then relate each to its reference.
+  // Every simulation is independent: list them (per strategy, each count, each part of a node and the
+  // reference: part of a node runs on that node's first GPUs), run them on `jobs` threads, then relate each
+  // to its reference.
   struct Job {
     const Strategy* spec;
     int64_t nodes, gpu_limit;
     bool trace;
+    bool point;  // reported (else only the reference)
     TrainingResult result;
     bool ran = false;
   };
@@ -613,16 +619,22 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   int64_t ref_nodes = std::max<int64_t>(1, ref_gpus / gpn);
   for (const Strategy& spec : sc.strategies) {
     first_job.push_back(jobs.size());
-    for (int64_t n : counts) jobs.push_back({&spec, n, 0, jobs.empty() && !opts.trace_file.empty(), {}, {}});
-    if (ref_gpus < gpn)
-      jobs.push_back({&spec, 1, ref_gpus, false, {}, {}});
-    else if (std::find(counts.begin(), counts.end(), ref_nodes) == counts.end())
-      jobs.push_back({&spec, ref_nodes, 0, false, {}, {}});
+    for (int64_t n : counts)
+      jobs.push_back({&spec, n, 0, jobs.empty() && !opts.trace_file.empty(), true, {}, {}});
+    for (int64_t g : parts) jobs.push_back({&spec, 1, g, false, true, {}, {}});
+    if (ref_gpus < gpn) {
+      if (std::find(parts.begin(), parts.end(), ref_gpus) == parts.end())
+        jobs.push_back({&spec, 1, ref_gpus, false, false, {}, {}});
+    } else if (std::find(counts.begin(), counts.end(), ref_nodes) == counts.end()) {
+      jobs.push_back({&spec, ref_nodes, 0, false, false, {}, {}});
+    }
   }
   first_job.push_back(jobs.size());
   // The references first (an interrupted run still relates what it finished to them), then the largest
   // first, so that the last to finish is a small one.
-  auto reference = [&](const Job& j) { return j.gpu_limit > 0 || (ref_gpus >= gpn && j.nodes == ref_nodes); };
+  auto reference = [&](const Job& j) {
+    return ref_gpus < gpn ? j.gpu_limit == ref_gpus : j.gpu_limit == 0 && j.nodes == ref_nodes;
+  };
   std::vector<size_t> order(jobs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -649,7 +661,7 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
     r.learning_rate_scale = r.global_batch / ref.global_batch;
     return r;
   };
-  auto reported = [&](const Job& j) { return j.gpu_limit == 0 && !skipped(j); };
+  auto reported = [&](const Job& j) { return j.point && !skipped(j); };
   // Whether job i runs: not skipped, or its strategy's reference while a point of the strategy runs.
   auto needed = [&](size_t i) {
     if (!skipped(jobs[i])) return true;
@@ -717,12 +729,15 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   std::vector<TrainingResult> out;
   for (size_t s = 0; s < sc.strategies.size(); ++s) {
     if (!jobs[reference_job[s]].ran) continue;
-    for (int64_t n : counts)
+    auto add = [&](int64_t nodes, int64_t gpu_limit) {
       for (size_t i = first_job[s]; i < first_job[s + 1]; ++i)
-        if (jobs[i].gpu_limit == 0 && jobs[i].nodes == n && jobs[i].ran && reported(jobs[i])) {
+        if (jobs[i].gpu_limit == gpu_limit && jobs[i].nodes == nodes && jobs[i].ran && reported(jobs[i])) {
           out.push_back(related(jobs[i]));
           break;
         }
+    };
+    for (int64_t g : parts) add(1, g);  // below one node: before every node count
+    for (int64_t n : counts) add(n, 0);
   }
   return out;
 }

@@ -33,6 +33,9 @@ struct TrainingOptions {
   // Called with each reported result as soon as it and its reference have finished (speed-up and efficiency
   // set), in completion order, one call at a time: rows streamed to a file survive an interrupt.
   std::function<void(const TrainingResult&)> on_result;
+  // Points below one node of an interior, each a GPU count run on one node's first GPUs, reported before the
+  // node counts' and related to the same reference (validate's measured counts below one node).
+  std::vector<int64_t> part_node_gpus;
 };
 
 // CPUs this process may run on (its affinity mask, as Slurm and mpirun bind it), at least 1.

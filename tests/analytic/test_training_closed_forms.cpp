@@ -634,3 +634,24 @@ TEST(TrainingClosedForms, DdpAndHorovodRunNcclsChoiceUnderItsProtocols) {
               run("[" + s + ", algorithm: ring}]", "", 8).step_time_s);
   }
 }
+
+TEST(TrainingClosedForms, PointsBelowOneNodeShareTheReference) {
+  // DGX-1 (8 GPUs a node): 2 and 4 GPUs run on one node's first GPUs (TrainingOptions::part_node_gpus), 8 on
+  // one whole node, all against one reference of 2 GPUs: efficiency(g) = throughput(g) / (throughput(2) ·
+  // g / 2). The 2-GPU point is the same simulation as a cluster of 2 GPUs per node (cluster.gpus_per_node 2),
+  // to the last bit.
+  const std::string file = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/pytorch-ddp-dgx1.yaml";
+  Scenario sc = load_scenario(file, {"strategies=[ddp]", "reference_gpus=2", "workload.steps=2"});
+  TrainingOptions opts;
+  opts.part_node_gpus = {2, 4};
+  std::vector<TrainingResult> r = run_training(sc, {1}, opts);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].gpus, 2);
+  EXPECT_EQ(r[1].gpus, 4);
+  EXPECT_EQ(r[2].gpus, 8);
+  EXPECT_DOUBLE_EQ(r[0].efficiency, 1.0);
+  for (const TrainingResult& x : r)
+    EXPECT_NEAR(x.efficiency, x.throughput / (r[0].throughput * x.gpus / 2.0), 1e-12) << x.gpus;
+  Scenario two = load_scenario(file, {"strategies=[ddp]", "workload.steps=2", "cluster.gpus_per_node=2"});
+  EXPECT_EQ(run_training(two, {1}, TrainingOptions{})[0].step_time_s, r[0].step_time_s);
+}
