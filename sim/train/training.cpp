@@ -597,7 +597,10 @@ std::vector<TrainingResult> run_training(const Scenario& sc, const std::vector<i
   const std::vector<int64_t>& parts = opts.part_node_gpus;
   int64_t smallest = INT64_MAX;
   for (int64_t n : counts) smallest = std::min(smallest, n * gpn);
-  for (int64_t g : parts) smallest = std::min(smallest, g);
+  for (int64_t g : parts) {
+    if (g < 1 || g >= gpn) throw std::invalid_argument("run_training: part_node_gpus must be below one node");
+    smallest = std::min(smallest, g);
+  }
   if (smallest == INT64_MAX) throw std::invalid_argument("run_training: no points to run");
   int64_t ref_gpus = sc.reference_gpus > 0 ? sc.reference_gpus : smallest;
   if (ref_gpus > gpn && ref_gpus % gpn != 0)
