@@ -65,9 +65,9 @@ TEST(PytorchDdpDgx1, EfficiencyByBucketSize) {
 
 TEST(DlperfV100, OneNodeNearTheMeasurementAcrossNodesAKnownMiss) {
   // Each framework against its own single GPU (TensorFlow 362.44, PyTorch 354.40 images/s at batch 128, MXNet
-  // 389.71 at 96). On one node (8 GPUs on NVLink) the model is within 0.06 of each measurement (it has no
-  // host CPU feeding eight DALI pipelines). Across nodes it is a known miss: the measured efficiency falls to
-  // 0.82-0.94 at 32 GPUs while the model hides the one EDR adapter's ring traffic (2 x 31/32 x 102 MB per
+  // 389.71 at 96). On one node (4 or 8 GPUs on NVLink) the model is within 0.06 of each measurement (it has
+  // no host CPU feeding eight DALI pipelines). Across nodes it is a known miss: the measured efficiency falls
+  // to 0.82-0.94 at 32 GPUs while the model hides the one EDR adapter's ring traffic (2 x 31/32 x 102 MB per
   // step, ~18 ms at 11.25 GB/s) behind a ~236 ms backward and stays above 0.98. When a mechanism closes the
   // gap, this fails: then hold the points within 0.05.
   auto tf = validate("dlperf-v100-resnet50.yaml", "dlperf_v100_resnet50.csv", "");
@@ -75,12 +75,15 @@ TEST(DlperfV100, OneNodeNearTheMeasurementAcrossNodesAKnownMiss) {
       validate("dlperf-v100-resnet50.yaml", "dlperf_v100_resnet50.csv",
                "--set 'strategies=[{name: horovod, label: mxnet-horovod}]' --set workload.batch_per_gpu=96 "
                "--set workload.compute.samples_per_s=389.71");
-  ASSERT_EQ(tf.size(), 6u);
+  ASSERT_EQ(tf.size(), 7u);  // TensorFlow also at 4 GPUs: half a node, on its first GPUs
   ASSERT_EQ(mx.size(), 3u);
   tf.insert(mx.begin(), mx.end());
   for (const char* fw : {"tensorflow-horovod", "mxnet-horovod", "pytorch-ddp"}) {
-    auto one = tf[std::string(fw) + "/8"];
-    EXPECT_NEAR(one.second, one.first, 0.065) << fw;
+    for (const char* g : {"4", "8"}) {
+      if (!tf.count(std::string(fw) + "/" + g)) continue;
+      auto one = tf[std::string(fw) + "/" + g];
+      EXPECT_NEAR(one.second, one.first, 0.065) << fw << " " << g;
+    }
     for (const char* g : {"16", "32"}) {
       auto across = tf[std::string(fw) + "/" + g];
       EXPECT_GT(across.second, 0.97) << fw << " " << g;                 // the model: comm hidden
