@@ -71,9 +71,9 @@ int describe_command(const std::vector<std::string>& args) {
   const std::string part = cluster.node && cluster.gpus_per_node < cluster.node->gpus
                                ? fmt::format(" (the first of each node's {})", cluster.node->gpus)
                                : "";
-  std::cout << fmt::format("cluster {}: {} nodes x {} {}{} = {} GPUs, {} vertices, {} directed links\n",
-                           c.name, c.nodes, c.gpus_per_node, c.gpu.name, part, c.gpus.size(),
-                           c.topo.vertex_count(), c.topo.links().size());
+  std::cout << fmt::format("cluster {}: {} node{} x {} {}{} = {} GPUs, {} vertices, {} directed links\n",
+                           c.name, c.nodes, c.nodes == 1 ? "" : "s", c.gpus_per_node, c.gpu.name, part,
+                           c.gpus.size(), c.topo.vertex_count(), c.topo.links().size());
   for (const auto& [cls, e] : by_class)
     std::cout << fmt::format("  {:<7} {:>7} links (e.g. {})\n", cls, e.first, format_rate(Rate{e.second}));
   if (c.topo.adaptive_routing())

@@ -84,7 +84,7 @@ TEST(ShippedScenarios, DescribePrintsLinksCommModelAndRoutes) {
       "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet152-dali-cpu.yaml'",
       ddlsim_test::Capture::Both);
   ASSERT_EQ(status, 0) << out;
-  for (const char* want : {"cluster juwels-booster: 1 nodes x 4", "nvlink", "comm intra any size",
+  for (const char* want : {"cluster juwels-booster: 1 node x 4", "nvlink", "comm intra any size",
                            "flow bound 20 GB/s", "comm inter any size     alpha 0 s", "efficiency 0.98",
                            "reduce any size     gpu 600 GB/s", "route 1 hops: n0.gpu0 > n0.gpu1"})
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
