@@ -15,11 +15,13 @@
 //                                     topologies/alps-gh200 (Slingshot dragonfly): rings that span groups
 //                                     share local links, so the flow model runs each distinct bucket once and
 //                                     replays it
-//   ps-colocated-{partition,range}-N  (--ps only) ResNet-50 with sync parameter servers colocated one per
-//                                     node (N servers) on N nodes x 4 A100 of JUWELS Booster, warm-up + one
-//                                     step, on the flow model: `partition` sends each 4 MB chunk to one
-//                                     server (BytePS; incasts of 4N flows), `range` splits every chunk over
-//                                     all servers (an all-to-all of 4N^2 flows per chunk)
+//   ps-colocated-{partition,byteps,range}-N
+//                                     (--ps only) ResNet-50 with sync parameter servers colocated one
+//                                     per node (N servers) on N nodes x 4 A100 of JUWELS Booster, warm-up
+//                                     + one step, on the flow model: `partition` sends each 8 MB chunk to
+//                                     one server (incasts of 4N flows), `byteps` each layer's 4,096,000-
+//                                     byte partitions to the servers their keys hash to, `range` splits
+//                                     every chunk over all servers (an all-to-all of 4N^2 flows per chunk)
 //   dragonfly-16384-{juwels,alps}     (--dragonfly only) the default scenario's DDP (hierarchical, NCCL's
 //                                     choice between nodes: the pipelined double tree) on 4096 nodes of
 //                                     JUWELS Booster's dragonfly+ grown to that size, and of alps-gh200
@@ -30,8 +32,8 @@
 //                                     it starts (MemoryModel) next to the peak RSS of the process,
 //                                     cases in ascending size so that each one's peak is the new maximum
 // Usage: bench_training [--quick | --alps | --dragonfly | --ps [NODES SHARDING] | --memory]
-// (--quick: 64 and 1024 GPUs instead of 1024 and 16384; --ps: partition on 256 nodes, range on 16 and 32,
-// unless given)
+// (--quick: 64 and 1024 GPUs instead of 1024 and 16384; --ps: partition on 64 and 256 nodes, byteps on 64,
+// range on 16 and 32, unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -115,6 +117,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     for (int64_t nodes : {64, 256}) ps_case(juwels, nodes, "partition");
+    ps_case(juwels, 64, "byteps");
     for (int64_t nodes : {16, 32}) ps_case(juwels, nodes, "range");
     return 0;
   }

@@ -19,7 +19,10 @@ namespace {
 std::string ps_summary(const std::string& label, const PsOptions& ps, int64_t nodes) {
   static constexpr const char* kSharding[] = {"range (every chunk over all servers)",
                                               "partition (whole chunks, round robin)",
-                                              "round-robin by variable", "greedy by variable", "mxnet keys"};
+                                              "round-robin by variable",
+                                              "greedy by variable",
+                                              "mxnet keys",
+                                              "byteps (partitions by key hash)"};
   static constexpr const char* kMode[] = {"sync", "async", "ssp"};
   const uint32_t k = ps.placement.count(static_cast<size_t>(nodes));
   std::string mode = kMode[static_cast<int>(ps.mode)];

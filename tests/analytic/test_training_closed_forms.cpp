@@ -432,6 +432,24 @@ std::map<std::string, double> link_bytes(const std::string& text, int64_t nodes)
   return out;
 }
 
+// Bytes over each of k = 2 dedicated servers' cables, {server0 out, server1 out, server0 in, server1 in}, for
+// p = 4 workers (each its own host on a star) running 4 steps (1 warm-up + 3) of a model of these `layers`
+// with parameter servers sharded by `sharding`.
+std::vector<double> server_loads(const std::string& layers, const std::string& sharding) {
+  std::string text = fmt::format(
+      "name: t\n"
+      "cluster: {{nodes: 4, gpus_per_node: 1, gpu: a100-40gb,\n"
+      "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}}}\n"
+      "workload:\n"
+      "  model: {{name: m, layers: [{}]}}\n"
+      "  batch_per_gpu: 1\n"
+      "  steps: 3\n"
+      "strategies: [{{name: ps, servers: 2, sharding: {}}}]\n",
+      layers, sharding);
+  std::map<std::string, double> out = link_bytes(text, 4);
+  return {out["server0 > switch"], out["server1 > switch"], out["switch > server0"], out["switch > server1"]};
+}
+
 TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // Layers of 30, 10, 10 and 10 MB of gradients (7.5e6, 2.5e6, 2.5e6, 2.5e6 FP32 parameters), k = 2
   // dedicated servers, p = 4 workers, 4 simulated steps (1 warm-up + 3). Each variable goes whole to one
@@ -446,26 +464,19 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // smaller one (key k, counted over the layers with parameters) goes whole to server 9973 k mod 2:
   //   bound 5e6: the 30 MB layer 15 + 15, keys 1, 2, 3 to servers 1, 0, 1 -> L = {25, 35} MB -> 400, 560 MB;
   //   the default bound 1e6: every layer divided, as range: 480 MB each.
-  auto loads = [](const std::string& sharding) {
-    std::string text = fmt::format(
-        "name: t\n"
-        "cluster: {{nodes: 4, gpus_per_node: 1, gpu: a100-40gb,\n"
-        "  network: {{kind: star, link: {{bandwidth: 25GB/s, latency: 1us}}}}}}\n"
-        "workload:\n"
-        "  model: {{name: m, layers: [{{params: 7500000, forward_flops: 1GFLOP}}, {{params: 2500000, "
-        "forward_flops: 1GFLOP}},\n"
-        "          {{params: 2500000, forward_flops: 1GFLOP}}, {{params: 2500000, forward_flops: "
-        "1GFLOP}}]}}\n"
-        "  batch_per_gpu: 1\n"
-        "  steps: 3\n"
-        "strategies: [{{name: ps, servers: 2, sharding: {}}}]\n",
-        sharding);
-    std::map<std::string, double> out = link_bytes(text, 4);
-    return std::vector<double>{out["server0 > switch"], out["server1 > switch"], out["switch > server0"]};
-  };
+  // BytePS's partitions cut each layer into partitions of at most chunk_size = 16 MB: the 30 MB layer (key 0)
+  // into 16 + 14 MB, keys 0 and 1; the 10 MB layers are keys 1 << 16, 2 << 16, 3 << 16. Key k goes to server
+  // djb2(decimal k) mod 2, djb2(s) = 5381·33^|s| + Σ s[i]·33^(|s|-1-i): djb2("0") = 177573 + 48 = 177621
+  // (odd: server 1), djb2("1") = 177622 (server 0), djb2("65536") = 210653553582 (server 0),
+  // djb2("131072") = 6951369072467 (1), djb2("196608") = 6951376373987 (1):
+  //   L = {14 + 10, 16 + 10 + 10} = {24, 36} MB -> 384 MB and 576 MB.
+  const std::string layers =
+      "{params: 7500000, forward_flops: 1GFLOP}, {params: 2500000, forward_flops: 1GFLOP}, "
+      "{params: 2500000, forward_flops: 1GFLOP}, {params: 2500000, forward_flops: 1GFLOP}";
+  auto loads = [&](const std::string& sharding) { return server_loads(layers, sharding); };
   std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range"),
-                      partition = loads("partition"), mxnet = loads("mxnet, bigarray_bound: 5000000"),
-                      mxnet_default = loads("mxnet");
+                      partition = loads("partition"), byteps = loads("byteps, chunk_size: 16MB"),
+                      mxnet = loads("mxnet, bigarray_bound: 5000000"), mxnet_default = loads("mxnet");
   EXPECT_NEAR(rr[0], 640e6, 1);
   EXPECT_NEAR(rr[1], 320e6, 1);
   EXPECT_NEAR(rr[2], 640e6, 1);
@@ -475,11 +486,28 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   EXPECT_NEAR(range[1], 480e6, 1);
   EXPECT_NEAR(partition[0], 320e6, 1);
   EXPECT_NEAR(partition[1], 640e6, 1);
+  EXPECT_NEAR(byteps[0], 384e6, 1);
+  EXPECT_NEAR(byteps[1], 576e6, 1);
+  EXPECT_NEAR(byteps[2], 384e6, 1);
   EXPECT_NEAR(mxnet[0], 400e6, 1);
   EXPECT_NEAR(mxnet[1], 560e6, 1);
   EXPECT_NEAR(mxnet[2], 400e6, 1);
   EXPECT_NEAR(mxnet_default[0], 480e6, 1);
   EXPECT_NEAR(mxnet_default[1], 480e6, 1);
+}
+
+TEST(TrainingClosedForms, BytepsPartitionsAtItsDefaultBound) {
+  // One layer of 2,048,000 fp32 parameters = 8,192,000 B, 4 workers, 2 servers, 4 simulated steps. BytePS's
+  // default BYTEPS_PARTITION_BYTES of 4,096,000 B cuts it into two partitions, keys 0 and 1, on servers
+  // djb2("0") mod 2 = 177621 mod 2 = 1 and djb2("1") mod 2 = 177622 mod 2 = 0 (see above): each server
+  // takes 4·4·4.096 MB = 65.536 MB. With sharding: partition (8 MB chunks at least) the layer is one chunk,
+  // all 4·4·8.192 MB = 131.072 MB on server 0.
+  const std::string layer = "{params: 2048000, forward_flops: 1GFLOP}";
+  std::vector<double> byteps = server_loads(layer, "byteps"), partition = server_loads(layer, "partition");
+  EXPECT_NEAR(byteps[2], 65.536e6, 1);
+  EXPECT_NEAR(byteps[3], 65.536e6, 1);
+  EXPECT_NEAR(partition[2], 131.072e6, 1);
+  EXPECT_NEAR(partition[3], 0, 1);
 }
 
 TEST(TrainingClosedForms, LocalAggregationPushesOncePerNode) {

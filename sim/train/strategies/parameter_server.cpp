@@ -3,6 +3,7 @@
 // each push (async, bounded-staleness ssp), workers pull the updated shards. Servers run on dedicated hosts
 // or on the workers' nodes.
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 
 #include "sim/train/strategies/strategy.hpp"
@@ -15,8 +16,9 @@ class PsStep : public StepBuilder {
  public:
   explicit PsStep(const PsOptions& o) : o_(o) {}
 
-  // Byte ranges and partitions: chunk_size slices; by variable (and MXNet's keys): each layer's gradients are
-  // one message to its own server, or a slice of it to every server.
+  // Byte ranges and partitions: chunk_size slices; by variable (MXNet's keys, BytePS's partitions): each
+  // layer's gradients are pushed when its backward ends, whole to one server, in a slice to every server, or
+  // cut into BytePS's partitions.
   std::vector<Bucket> buckets(const Workload& wl) const override {
     return o_.sharding == PsSharding::Range || o_.sharding == PsSharding::Partition
                ? make_buckets(wl, o_.chunk, o_.chunk)
@@ -143,26 +145,33 @@ class PsStep : public StepBuilder {
         }
         ready[w] = sum;
       }
-      std::vector<uint32_t> targets;
+      // The bucket's messages: (server, bytes).
+      const double bucket_bytes = ctx.buckets[ch].bytes;
+      std::vector<std::pair<uint32_t, double>> targets;
       if (o_.sharding == PsSharding::Range) {
-        for (uint32_t j = 0; j < K; ++j) targets.push_back(j);
+        for (uint32_t j = 0; j < K; ++j) targets.emplace_back(j, bucket_bytes / K);
       } else if (o_.sharding == PsSharding::Partition) {
-        targets.push_back(static_cast<uint32_t>(ch % K));
+        targets.emplace_back(static_cast<uint32_t>(ch % K), bucket_bytes);
+      } else if (bucket_bytes <= 0) {
+        continue;  // a layer without parameters of its own
+      } else if (o_.sharding == PsSharding::Byteps) {
+        // BytePS (byteps/common/operations.cc, InitTensor and PartitionTensor): a tensor is cut into
+        // partitions of BYTEPS_PARTITION_BYTES, the last one the rest, and partition i of the tensor declared
+        // d-th is key (d << 16) + i, on the server its key's hash gives (global.cc, EncodeDefaultKey).
+        const uint64_t key = layer_key(ctx.workload, ctx.buckets[ch].first_layer) << 16;
+        for (uint64_t i = 0; static_cast<double>(i) * o_.chunk < bucket_bytes; ++i)
+          targets.emplace_back(byteps_server(key + i, K),
+                               std::min(o_.chunk, bucket_bytes - static_cast<double>(i) * o_.chunk));
       } else {
-        if (ctx.buckets[ch].bytes <= 0) continue;  // a layer without parameters of its own
         const uint32_t j = variable_server(ctx.workload, ctx.buckets[ch].first_layer);
         if (j == kAllServers)
-          for (uint32_t s = 0; s < K; ++s) targets.push_back(s);
+          for (uint32_t s = 0; s < K; ++s) targets.emplace_back(s, bucket_bytes / K);
         else
-          targets.push_back(j);
+          targets.emplace_back(j, bucket_bytes);
       }
-      for (uint32_t j : targets) {
-        Shard sh{ch,
-                 j,
-                 ctx.buckets[ch].bytes / static_cast<double>(targets.size()),
-                 o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()],
-                 kNoTask,
-                 {}};
+      for (const auto& [j, piece] : targets) {
+        Shard sh{ch,      j, piece, o_.placement.dedicated ? c.servers[j] : c.cpus[j % c.cpus.size()],
+                 kNoTask, {}};
         uint32_t acc = accumulator_[host_of_server_[j]];
         if (!sync) sh.aggs.assign(p, kNoTask);
         std::vector<TaskId> aggs;
@@ -287,6 +296,22 @@ class PsStep : public StepBuilder {
     }
     return variable_server_[layer];
   }
+  // A layer's key: its index among the layers with parameters, in creation (forward) order, as MXNet numbers
+  // its parameter arrays and BytePS its declared tensors.
+  uint64_t layer_key(const Workload& wl, size_t layer) {
+    if (layer_key_.empty()) {
+      uint64_t key = 0;
+      for (const LayerSpec& l : wl.model.layers) layer_key_.push_back(l.params > 0 ? key++ : key);
+    }
+    return layer_key_[layer];
+  }
+  // BytePS's default key placement (BYTEPS_KEY_HASH_FN=djb2, global.cc: Hash_DJB2 of the key's decimal
+  // digits, modulo the server count).
+  static uint32_t byteps_server(uint64_t key, uint32_t servers) {
+    uint64_t hash = 5381;
+    for (char c : std::to_string(key)) hash = hash * 33 + static_cast<uint64_t>(c);
+    return static_cast<uint32_t>(hash % servers);
+  }
   uint32_t worker_cpu(const Cluster& c, uint32_t w) const {
     return node_cpu_[w / static_cast<uint32_t>(c.gpus_per_node)];
   }
@@ -303,6 +328,7 @@ class PsStep : public StepBuilder {
   std::unordered_map<uint64_t, uint32_t> stage_;
   std::vector<TaskId> barrier_;            // per step: every push of the step applied (the SSP clock)
   std::vector<uint32_t> variable_server_;  // per layer, for sharding by variable
+  std::vector<uint64_t> layer_key_;        // per layer, for sharding: byteps
 };
 
 }  // namespace
@@ -326,20 +352,24 @@ void configure_ps(Strategy& s, const OptionReader& o) {
     }
     if (o.has("chunk_size")) ps.chunk = positive_bytes(o, "chunk_size");
     if (o.has("sharding")) {
-      static const std::pair<const char*, PsSharding> shardings[] = {{"range", PsSharding::Range},
-                                                                     {"partition", PsSharding::Partition},
-                                                                     {"round-robin", PsSharding::RoundRobin},
-                                                                     {"layer", PsSharding::RoundRobin},
-                                                                     {"greedy", PsSharding::Greedy},
-                                                                     {"mxnet", PsSharding::Mxnet}};
+      static const std::pair<const char*, PsSharding> shardings[] = {
+          {"range", PsSharding::Range},      {"partition", PsSharding::Partition},
+          {"byteps", PsSharding::Byteps},    {"round-robin", PsSharding::RoundRobin},
+          {"layer", PsSharding::RoundRobin}, {"greedy", PsSharding::Greedy},
+          {"mxnet", PsSharding::Mxnet}};
       const std::optional<PsSharding> v = named(o.text("sharding"), shardings);
       if (!v)
-        o.fail("sharding", "sharding must be range, partition, round-robin (or layer), greedy or mxnet");
+        o.fail("sharding",
+               "sharding must be range, partition, byteps, round-robin (or layer), greedy or mxnet");
       ps.sharding = *v;
-      if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition && o.has("chunk_size"))
+      // BytePS's default and recommended BYTEPS_PARTITION_BYTES (docs/env.md, byteps/common/global.cc).
+      if (ps.sharding == PsSharding::Byteps && !o.has("chunk_size")) ps.chunk = 4096000;
+      if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition &&
+          ps.sharding != PsSharding::Byteps && o.has("chunk_size"))
         o.fail("chunk_size",
-               "chunk_size slices gradients for sharding: range or partition; by variable, each layer is one "
-               "message");
+               "chunk_size slices gradients for sharding: range, partition or byteps; by variable, each "
+               "layer is "
+               "one message");
     }
     if (o.has("bigarray_bound")) {
       int64_t v = o.integer("bigarray_bound");

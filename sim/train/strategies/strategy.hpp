@@ -57,12 +57,13 @@ ServerPlacement parse_server_placement(const OptionReader& options);
 
 enum class PsMode : uint8_t { Sync, Async, Ssp };
 // How gradients map to server shards: `Range` splits every chunk evenly over all servers (MXNet kvstore's
-// slicing of big arrays); `Partition` sends every chunk whole to one server, chunks round robin (BytePS's
-// partitions of BYTEPS_PARTITION_BYTES, each a key on one server); the others send each variable (a layer's
+// slicing of big arrays); `Partition` sends every chunk whole to one server, chunks round robin; `Byteps`
+// cuts each layer into partitions of at most `chunk` bytes, each a key on the server its hash gives (BytePS's
+// partitions of BYTEPS_PARTITION_BYTES); the others send each variable (a layer's
 // parameters) whole to one server, as TensorFlow places variables on PS tasks: `RoundRobin` in creation
 // order (replica_device_setter's default), `Greedy` to the server with the fewest bytes so far
 // (GreedyLoadBalancingStrategy with byte sizes).
-enum class PsSharding : uint8_t { Range, Partition, RoundRobin, Greedy, Mxnet };
+enum class PsSharding : uint8_t { Range, Partition, RoundRobin, Greedy, Mxnet, Byteps };
 
 struct PsOptions {
   ServerPlacement placement;
