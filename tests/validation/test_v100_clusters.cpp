@@ -5,6 +5,9 @@
 // - OneFlow's DLPerf (scenarios/dlperf-v100-resnet50.yaml against scenarios/measured/
 //   dlperf_v100_resnet50.csv): ResNet-50 on 4 to 32 V100 of nodes with one EDR adapter, Horovod (TensorFlow,
 //   MXNet) and DDP (PyTorch).
+// - BytePS's BERT-large claim (scenarios/byteps-bert-v100.yaml against
+// scenarios/measured/byteps_bert_v100.csv):
+//   256 V100, 8 per machine with one 100 Gb/s adapter, BytePS against Horovod+NCCL.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -90,4 +93,18 @@ TEST(DlperfV100, OneNodeNearTheMeasurementAcrossNodesAKnownMiss) {
       EXPECT_GT(across.second - across.first, 0.05) << fw << " " << g;  // measured: 0.06-0.17 lower
     }
   }
+}
+
+TEST(BytepsBertV100, BytepsNearItsClaimHorovodAKnownMiss) {
+  // BytePS 0.90 and Horovod 0.70 at 256 GPUs, against one machine. Per step each machine's one adapter
+  // carries BytePS's push and pull of the fp16 gradients, n = 670 MB each way, where Horovod's ring carries
+  // 2·(p-1)/p·n ≈ 2n: BytePS halves the traffic, and in the model backward hides both.
+  auto rows = validate("byteps-bert-v100.yaml", "byteps_bert_v100.csv", "");
+  ASSERT_EQ(rows.count("byteps/256"), 1u);
+  ASSERT_EQ(rows.count("horovod/256"), 1u);
+  const auto byteps = rows["byteps/256"], horovod = rows["horovod/256"];
+  EXPECT_NEAR(byteps.second, byteps.first, 0.05);
+  // A known miss (see the scenario): the model keeps Horovod above 0.85 where BytePS measured it at 0.70.
+  // This fails once a mechanism brings Horovod within 0.15 of the measurement.
+  EXPECT_GT(horovod.second - horovod.first, 0.15);
 }
