@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <cmath>
 
 #include "sim/config/cluster.hpp"
 #include "sim/config/yaml_options.hpp"
@@ -42,6 +43,22 @@ void check_transport(const Strategy& st, const ClusterConfig& cluster) {
   ps->transport_where.fail(
       fmt::format("unknown transport \"{}\" ({}{}; add one under cluster.comm.transports)", ps->transport,
                   hint.empty() ? "" : fmt::format("did you mean \"{}\"? ", hint), fmt::join(names, ", ")));
+}
+
+// BytePS numbers partition i of a tensor (d << 16) + i, so a layer has at most 65536 partitions
+// (byteps/common/operations.cc, InitTensor); more would also build a graph of that many messages per worker.
+void check_partitions(const Strategy& st, const Workload& wl) {
+  const PsOptions* ps = std::get_if<PsOptions>(&st.options);
+  if (!ps || ps->sharding != PsSharding::Byteps) return;
+  for (const LayerSpec& l : wl.model.layers) {
+    const double parts = std::ceil(static_cast<double>(l.params) * wl.gradient_bytes / ps->chunk);
+    if (parts > 65536)
+      ps->chunk_where.fail(
+          fmt::format("layer \"{}\" of {} would be cut into {:.0f} partitions of {:.0f} B; BytePS keys hold "
+                      "at most 65536 per "
+                      "tensor: give a larger chunk_size",
+                      l.name, wl.model.name, parts, ps->chunk));
+  }
 }
 
 BackgroundSpec parse_background(const YamlNode& n) {
@@ -172,7 +189,10 @@ Scenario parse_scenario(const YamlNode& root) {
     s.jobs = parse_jobs(root["jobs"], root, s.cluster);
     s.jobs_where = root["jobs"].where();
     for (const JobSpec& j : s.jobs)
-      if (!j.background) check_transport(j.strategy, s.cluster);
+      if (!j.background) {
+        check_transport(j.strategy, s.cluster);
+        check_partitions(j.strategy, j.training);
+      }
     if (std::all_of(s.jobs.begin(), s.jobs.end(), [](const JobSpec& j) { return j.background.has_value(); }))
       root["jobs"].fail("list at least one training job beside the background traffic");
     return s;
@@ -199,7 +219,10 @@ Scenario parse_scenario(const YamlNode& root) {
                                : configure_strategy(name, label, options));
   }
   if (s.strategies.empty()) strategies.fail("list at least one strategy");
-  for (const Strategy& st : s.strategies) check_transport(st, s.cluster);
+  for (const Strategy& st : s.strategies) {
+    check_transport(st, s.cluster);
+    if (!s.collective) check_partitions(st, s.training);
+  }
   s.reference_gpus = root.get_int("reference_gpus", 0);
   if (s.reference_gpus < 0) root["reference_gpus"].fail("must be >= 0 (0: the smallest configuration)");
   const int64_t system_gpus =

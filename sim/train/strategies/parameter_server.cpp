@@ -362,6 +362,7 @@ void configure_ps(Strategy& s, const OptionReader& o) {
         o.fail("sharding",
                "sharding must be range, partition, byteps, round-robin (or layer), greedy or mxnet");
       ps.sharding = *v;
+      ps.chunk_where = o.where(o.has("chunk_size") ? "chunk_size" : "sharding");
       // BytePS's default and recommended BYTEPS_PARTITION_BYTES (docs/env.md, byteps/common/global.cc).
       if (ps.sharding == PsSharding::Byteps && !o.has("chunk_size")) ps.chunk = 4096000;
       if (ps.sharding != PsSharding::Range && ps.sharding != PsSharding::Partition &&

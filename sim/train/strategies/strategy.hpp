@@ -76,6 +76,7 @@ struct PsOptions {
   int64_t bigarray_bound = 1'000'000;
   std::string transport = "ideal";  // a host transport of the cluster's comm model
   Where transport_where;
+  Where chunk_where;  // `chunk_size`, or `sharding` without it (the model's partition count is checked later)
   int server_cores = 0;  // cores of a dedicated server host; 0: the cluster's host_cores
   // The GPUs of a node sum their gradients on its first GPU, which alone pushes and pulls, then hands the
   // pulled shards to the others (MXNet dist_device_sync); with aggregate_on_host, on the node's host CPU
