@@ -55,8 +55,7 @@ void check_partitions(const Strategy& st, const Workload& wl) {
     if (parts > 65536)
       ps->chunk_where.fail(
           fmt::format("layer \"{}\" of {} would be cut into {:.0f} partitions of {:.0f} B; BytePS keys hold "
-                      "at most 65536 per "
-                      "tensor: give a larger chunk_size",
+                      "at most 65536 per tensor: give a larger chunk_size",
                       l.name, wl.model.name, parts, ps->chunk));
   }
 }

@@ -276,20 +276,20 @@ class PsStep : public StepBuilder {
       const uint32_t K = K_;
       std::vector<double> load(K, 0);
       uint32_t next = 0;
-      uint64_t key = 0;
-      for (const LayerSpec& l : wl.model.layers) {
+      for (size_t i = 0; i < wl.model.layers.size(); ++i) {
+        const LayerSpec& l = wl.model.layers[i];
         if (l.params <= 0) {
           variable_server_.push_back(0);
           continue;
         }
         uint32_t j = next;
         if (o_.sharding == PsSharding::Mxnet)
-          j = l.params >= o_.bigarray_bound ? kAllServers : static_cast<uint32_t>(key * 9973 % K);
+          j = l.params >= o_.bigarray_bound ? kAllServers
+                                            : static_cast<uint32_t>(layer_key(wl, i) * 9973 % K);
         else if (o_.sharding == PsSharding::Greedy)
           j = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
         else
           next = (next + 1) % K;
-        ++key;
         if (j != kAllServers) load[j] += static_cast<double>(l.params) * wl.gradient_bytes;
         variable_server_.push_back(j);
       }
@@ -328,7 +328,7 @@ class PsStep : public StepBuilder {
   std::unordered_map<uint64_t, uint32_t> stage_;
   std::vector<TaskId> barrier_;            // per step: every push of the step applied (the SSP clock)
   std::vector<uint32_t> variable_server_;  // per layer, for sharding by variable
-  std::vector<uint64_t> layer_key_;        // per layer, for sharding: byteps
+  std::vector<uint64_t> layer_key_;        // per layer, for MXNet's and BytePS's keys
 };
 
 }  // namespace
