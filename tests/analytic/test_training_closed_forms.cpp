@@ -470,12 +470,19 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   // (odd: server 1), djb2("1") = 177622 (server 0), djb2("65536") = 210653553582 (server 0),
   // djb2("131072") = 6951369072467 (1), djb2("196608") = 6951376373987 (1):
   //   L = {14 + 10, 16 + 10 + 10} = {24, 36} MB -> 384 MB and 576 MB.
+  // key_hash: naive, ((k >> 16) + k mod 65536)·9973 mod 2: keys 0, 1, 1 << 16, 2 << 16, 3 << 16 -> 0, 9973,
+  // 9973, 2·9973, 3·9973 -> servers 0, 1, 1, 0, 1: L = {16 + 10, 14 + 10 + 10} = {26, 34} MB -> 416, 544 MB.
+  // key_hash: sdbm, h = c + (h << 6) + (h << 16) - h over the digits, mod 2^64: "0" -> 48, "1" -> 49,
+  // "65536" -> 3850799628401345593, "131072" -> 16622825045864838332, "196608" -> 17050440749492411856 ->
+  // servers 0, 1, 1, 0, 0: L = {16 + 10 + 10, 14 + 10} = {36, 24} MB -> 576, 384 MB.
   const std::string layers =
       "{params: 7500000, forward_flops: 1GFLOP}, {params: 2500000, forward_flops: 1GFLOP}, "
       "{params: 2500000, forward_flops: 1GFLOP}, {params: 2500000, forward_flops: 1GFLOP}";
   auto loads = [&](const std::string& sharding) { return server_loads(layers, sharding); };
   std::vector<double> rr = loads("round-robin"), greedy = loads("greedy"), range = loads("range"),
                       partition = loads("partition"), byteps = loads("byteps, chunk_size: 16MB"),
+                      byteps_naive = loads("byteps, chunk_size: 16MB, key_hash: naive"),
+                      byteps_sdbm = loads("byteps, chunk_size: 16MB, key_hash: sdbm"),
                       mxnet = loads("mxnet, bigarray_bound: 5000000"), mxnet_default = loads("mxnet");
   EXPECT_NEAR(rr[0], 640e6, 1);
   EXPECT_NEAR(rr[1], 320e6, 1);
@@ -489,6 +496,10 @@ TEST(TrainingClosedForms, VariablePlacementDecidesEachServersLoad) {
   EXPECT_NEAR(byteps[0], 384e6, 1);
   EXPECT_NEAR(byteps[1], 576e6, 1);
   EXPECT_NEAR(byteps[2], 384e6, 1);
+  EXPECT_NEAR(byteps_naive[0], 416e6, 1);
+  EXPECT_NEAR(byteps_naive[1], 544e6, 1);
+  EXPECT_NEAR(byteps_sdbm[0], 576e6, 1);
+  EXPECT_NEAR(byteps_sdbm[1], 384e6, 1);
   EXPECT_NEAR(mxnet[0], 400e6, 1);
   EXPECT_NEAR(mxnet[1], 560e6, 1);
   EXPECT_NEAR(mxnet[2], 400e6, 1);

@@ -160,7 +160,7 @@ class PsStep : public StepBuilder {
         // d-th is key (d << 16) + i, on the server its key's hash gives (global.cc, EncodeDefaultKey).
         const uint64_t key = layer_key(ctx.workload, ctx.buckets[ch].first_layer) << 16;
         for (uint64_t i = 0; static_cast<double>(i) * o_.chunk < bucket_bytes; ++i)
-          targets.emplace_back(byteps_server(key + i, K),
+          targets.emplace_back(byteps_server(key + i, K, o_.key_hash),
                                std::min(o_.chunk, bucket_bytes - static_cast<double>(i) * o_.chunk));
       } else {
         const uint32_t j = variable_server(ctx.workload, ctx.buckets[ch].first_layer);
@@ -305,11 +305,17 @@ class PsStep : public StepBuilder {
     }
     return layer_key_[layer];
   }
-  // BytePS's default key placement (BYTEPS_KEY_HASH_FN=djb2, global.cc: Hash_DJB2 of the key's decimal
-  // digits, modulo the server count).
-  static uint32_t byteps_server(uint64_t key, uint32_t servers) {
-    uint64_t hash = 5381;
-    for (char c : std::to_string(key)) hash = hash * 33 + static_cast<uint64_t>(c);
+  // BytePS's key placement (global.cc: Hash_DJB2, Hash_SDBM, Hash_Naive; modulo the server count).
+  static uint32_t byteps_server(uint64_t key, uint32_t servers, PsOptions::KeyHash how) {
+    uint64_t hash = 0;
+    if (how == PsOptions::KeyHash::Naive) {
+      hash = ((key >> 16) + key % 65536) * 9973;
+    } else if (how == PsOptions::KeyHash::Djb2) {
+      hash = 5381;
+      for (char c : std::to_string(key)) hash = hash * 33 + static_cast<uint64_t>(c);
+    } else {
+      for (char c : std::to_string(key)) hash = static_cast<uint64_t>(c) + (hash << 6) + (hash << 16) - hash;
+    }
     return static_cast<uint32_t>(hash % servers);
   }
   uint32_t worker_cpu(const Cluster& c, uint32_t w) const {
@@ -378,6 +384,16 @@ void configure_ps(Strategy& s, const OptionReader& o) {
       if (ps.sharding != PsSharding::Mxnet)
         o.fail("bigarray_bound", "bigarray_bound applies to sharding: mxnet only");
       ps.bigarray_bound = v;
+    }
+    if (o.has("key_hash")) {
+      static const std::pair<const char*, PsOptions::KeyHash> hashes[] = {
+          {"djb2", PsOptions::KeyHash::Djb2},
+          {"sdbm", PsOptions::KeyHash::Sdbm},
+          {"naive", PsOptions::KeyHash::Naive}};
+      const std::optional<PsOptions::KeyHash> h = named(o.text("key_hash"), hashes);
+      if (!h) o.fail("key_hash", "key_hash must be djb2, sdbm or naive");
+      if (ps.sharding != PsSharding::Byteps) o.fail("key_hash", "key_hash applies to sharding: byteps only");
+      ps.key_hash = *h;
     }
     if (o.has("local_aggregation")) {
       const std::string v = o.text("local_aggregation");

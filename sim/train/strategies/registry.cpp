@@ -27,7 +27,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
       {"zero", {"stage", "bucket_size"}, configure_zero, zero_builder},
       {"ps",
        {"servers", "placement", "mode", "staleness", "chunk_size", "sharding", "link", "transport",
-        "server_cores", "local_aggregation", "global_barrier", "bigarray_bound"},
+        "server_cores", "local_aggregation", "global_barrier", "bigarray_bound", "key_hash"},
        configure_ps,
        ps_builder},
       {"ring", flat, configure_flat_allreduce, allreduce_builder},

@@ -74,6 +74,10 @@ struct PsOptions {
   // sharding: mxnet: a layer of at least this many parameters is sliced over all servers, a smaller one goes
   // whole to one (MXNet's kvstore, MXNET_KVSTORE_BIGARRAY_BOUND: 1000 * 1000 by default).
   int64_t bigarray_bound = 1'000'000;
+  // sharding: byteps: how a key picks its server (BYTEPS_KEY_HASH_FN; byteps/common/global.cc): djb2 or sdbm
+  // of the key's decimal digits, or naive, ((key >> 16) + key mod 65536)·9973 (BytePS's only placement
+  // before Nov 2019).
+  enum class KeyHash : uint8_t { Djb2, Sdbm, Naive } key_hash = KeyHash::Djb2;
   std::string transport = "ideal";  // a host transport of the cluster's comm model
   Where transport_where;
   Where chunk_where;  // `chunk_size`, or `sharding` without it (the model's partition count is checked later)
