@@ -48,6 +48,30 @@ struct CollectiveExecutor::Run {
   int64_t skipped = 0;
   std::vector<LinkDelta> skipped_usage;
   std::vector<char> unbound;  // links none of its messages can oversubscribe (Transport::unbound_links)
+  // Per member, the paths to the peers it sent to last, most recent first: a member sends to the same few
+  // peers round after round, and this spares the transport's path lookup for them.
+  struct PeerPath {
+    uint32_t peer = UINT32_MAX, flag = 0;
+    const Transport::Path* path = nullptr;
+  };
+  static constexpr size_t kPeerPaths = 4;
+  std::vector<std::array<PeerPath, kPeerPaths>> peer_paths;
+  const Transport::Path& path_to(Transport& transport, uint32_t m, uint32_t peer,
+                                 const MessageProtocol& protocol) {
+    if (peer_paths.empty()) peer_paths.resize(plan->members());
+    std::array<PeerPath, kPeerPaths>& known = peer_paths[m];
+    const uint32_t flag = Transport::rail(protocol);
+    size_t i = 0;
+    while (i < kPeerPaths && !(known[i].peer == peer && known[i].flag == flag)) ++i;
+    PeerPath found =
+        i < kPeerPaths
+            ? known[i]
+            : PeerPath{peer, flag, &transport.path(spec->members[m], spec->members[peer], protocol)};
+    const size_t at = std::min(i, kPeerPaths - 1);  // found moves to the front; a new one drops the last
+    std::rotate(known.begin(), known.begin() + at, known.begin() + at + 1);
+    known[0] = found;
+    return *found.path;
+  }
 };
 
 // A run's state at member 0's entry into `round`, rounds relative to it and times to `at` (see the header).
@@ -175,9 +199,10 @@ inline void CollectiveExecutor::send_round(uint32_t id, Run& run, uint32_t m, ui
     if (src == dst) {
       events_.schedule(now, EventKind::MessageDone, id, slot);
     } else {
+      const MessageProtocol protocol = run.plan->message_protocol(snd, reduction.carry);
       run.messages[slot].parts =
-          transport_.send(src, dst, snd.bytes, tag, now, run.plan->message_protocol(snd, reduction.carry),
-                          run.unbound.empty() ? nullptr : &run.unbound);
+          transport_.send(run.path_to(transport_, m, snd.peer, protocol), src, dst, snd.bytes, tag, now,
+                          protocol, run.unbound.empty() ? nullptr : &run.unbound);
       run.parts += run.messages[slot].parts;
     }
   }

@@ -20,15 +20,17 @@ Transport::Transport(const Topology& topo, const CommModel& comm, EventQueue& ev
     }
 }
 
+Transport::Path Transport::make_path(VertexId src, VertexId dst, uint32_t p) {
+  const std::vector<LinkId>& route = router_.route(src, dst, p);
+  return Path{&route, net_.route_latency(route), net_.route_capacity(route).value,
+              router_.same_node(src, dst)};
+}
+
 const Transport::Path& Transport::path(VertexId src, VertexId dst, uint32_t p) {
   uint64_t key = route_key(src, dst, p);
   auto it = paths_.find(key);
   if (it != paths_.end()) return it->second;
-  const std::vector<LinkId>& route = router_.route(src, dst, p);
-  return paths_
-      .emplace(key, Path{&route, net_.route_latency(route), net_.route_capacity(route).value,
-                         router_.same_node(src, dst)})
-      .first->second;
+  return paths_.emplace(key, make_path(src, dst, p)).first->second;
 }
 
 namespace {
@@ -55,9 +57,8 @@ void Transport::message_timing(const Path& path0, double bytes, Time& latency, d
 }
 
 template <class F>
-uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol,
-                                  F&& part) {
-  const Path& minimal = path(src, dst, rail(protocol));
+uint32_t Transport::for_each_part(const Path& minimal, VertexId src, VertexId dst, double bytes,
+                                  const MessageProtocol& protocol, F&& part) {
   const CommRange& range = (minimal.same_node ? comm_.intra : comm_.inter).lookup(bytes);
   uint32_t paths = minimal.same_node ? 1 : std::max<uint32_t>(1, comm_.multipath);
   const double wire = protocol.wire_for(minimal.same_node);
@@ -76,12 +77,12 @@ uint32_t Transport::for_each_part(VertexId src, VertexId dst, double bytes, cons
   return paths;
 }
 
-uint32_t Transport::send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
-                         const MessageProtocol& protocol, const std::vector<char>* unbound) {
+uint32_t Transport::send(const Path& minimal, VertexId src, VertexId dst, double bytes, uint64_t tag,
+                         Time now, const MessageProtocol& protocol, const std::vector<char>* unbound) {
   if (now < isolated_until_)
     throw std::logic_error("a transfer started while an isolated collective owned the network");
   return for_each_part(
-      src, dst, bytes, protocol, [&](FlowRequest r, Time delay, double capacity, uint32_t paths) {
+      minimal, src, dst, bytes, protocol, [&](FlowRequest r, Time delay, double capacity, uint32_t paths) {
         r.tag = tag;
         if (unbound && paths == 1 &&
             std::all_of(r.route->begin(), r.route->end(), [&](LinkId l) { return (*unbound)[l] != 0; }))
@@ -132,7 +133,7 @@ std::vector<Transport::RouteLoad> Transport::route_loads(const std::vector<Messa
   std::vector<std::pair<uint32_t, double>>
       round_sum;  // per route: its latest round, and its parts' sum there
   for (const MessageEnds& m : messages)
-    for_each_part(m.src, m.dst, m.bytes, protocol.carrying(m.channels),
+    for_each_part(path(m.src, m.dst, rail(protocol)), m.src, m.dst, m.bytes, protocol.carrying(m.channels),
                   [&](const FlowRequest& r, Time, double capacity, uint32_t paths) {
                     auto [it, fresh] = index.try_emplace(r.route, out.size());
                     if (fresh) {
@@ -181,7 +182,8 @@ void Transport::adapt_routes(const std::vector<MessageEnds>& messages, const Mes
     if (known != failed.end() && p.rate >= known->second) continue;
     for (LinkId l : *p.route) load[l] -= p.rate;
     if (router_.detour(p.src, p.dst, flag, [&](LinkId l) { return !net_.incast(l) && room(l, p.rate); })) {
-      paths_.erase(route_key(p.src, p.dst, flag));
+      if (auto it = paths_.find(route_key(p.src, p.dst, flag)); it != paths_.end())
+        it->second = make_path(p.src, p.dst, flag);  // in place: whoever holds the path sees the detour
       for (LinkId l : router_.route(p.src, p.dst, flag)) load[l] += p.rate;
       failed.clear();
     } else {

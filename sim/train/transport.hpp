@@ -27,7 +27,13 @@ class Transport {
   // `unbound` (by link id, from unbound_links): a message on one path whose every link is unbound drains at
   // its standalone rate without a flow (EventKind::DirectDone at its end, then finish_direct()).
   uint32_t send(VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
-                const MessageProtocol& protocol = {}, const std::vector<char>* unbound = nullptr);
+                const MessageProtocol& protocol = {}, const std::vector<char>* unbound = nullptr) {
+    return send(path(src, dst, protocol), src, dst, bytes, tag, now, protocol, unbound);
+  }
+  struct Path;
+  // The same, given the message's path(src, dst, protocol) (its caller may keep it: see path()).
+  uint32_t send(const Path& minimal, VertexId src, VertexId dst, double bytes, uint64_t tag, Time now,
+                const MessageProtocol& protocol, const std::vector<char>* unbound);
   // The FlowStart event of request `slot`: its flow starts draining.
   void start_flow(uint32_t slot, Time now);
   // The DirectDone event of request `slot`: returns its tag (it completed as its flow would have).
@@ -58,7 +64,7 @@ class Transport {
     bool same_node;
   };
   // The path of a message from src to dst under `protocol` (its rail): the minimal route, or the detour
-  // adapt_routes gave its pair. Valid while the transport lives.
+  // adapt_routes gave its pair. Valid while the transport lives; a detour given later changes it in place.
   const Path& path(VertexId src, VertexId dst, const MessageProtocol& protocol) {
     return path(src, dst, rail(protocol));
   }
@@ -107,8 +113,10 @@ class Transport {
   }
   // Calls part(request, delay before it starts, its route's capacity, paths) for each path of a message.
   template <class F>
-  uint32_t for_each_part(VertexId src, VertexId dst, double bytes, const MessageProtocol& protocol, F&& part);
+  uint32_t for_each_part(const Path& minimal, VertexId src, VertexId dst, double bytes,
+                         const MessageProtocol& protocol, F&& part);
   const Path& path(VertexId src, VertexId dst, uint32_t p = 0);
+  Path make_path(VertexId src, VertexId dst, uint32_t p);
   std::unordered_map<uint64_t, Path> paths_;
   const CommModel& comm_;
   EventQueue& events_;
