@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 scenario=scenarios/horovod-guide-128gpu.yaml
 ib=(--set 'cluster.network={kind: fat-tree, levels: 2, hosts_per_leaf: 32, oversubscription: "2:1",
           link: {bandwidth: 200Gb/s, latency: 130ns}}'
-    --set 'cluster.comm={alpha_intra: 5us, alpha_inter: 5us, efficiency_inter: 0.9, reduce_bandwidth_gpu: 280GB/s,
+    --set 'cluster.comm={alpha_intra: 5us, alpha_inter: 5us, goodput_inter: 0.9, reduce_bandwidth_gpu: 280GB/s,
           reduce_bandwidth_cpu: 30GB/s}')
 runs=()
 for m in resnet50:219:ResNet-50 vgg16:144:VGG-16; do

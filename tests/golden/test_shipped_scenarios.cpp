@@ -80,15 +80,16 @@ TEST(ShippedScenarios, CsvAndJsonEqualTheGoldenFiles) {
 TEST(ShippedScenarios, DescribePrintsLinksCommModelAndRoutes) {
   // `ddlsim describe` on a scenario that layers a comm key on its topology: JUWELS Booster's links by class,
   // the comm model with the scenario's 20 GB/s intra-node flow bound next to the topology's inter-node alpha
-  // (none: the route's latency is all of a message's, juwels-booster.yaml) and 0.98 efficiency and its 600
-  // GB/s GPU reduction, and a route between two GPUs of one node.
+  // (none: the route's latency is all of a message's, juwels-booster.yaml) and the 0.98 of their line rate
+  // its fabric links carry, its 600 GB/s GPU reduction, and a route between two GPUs of one node.
   auto [status, out] = ddlsim_test::run_ddlsim(
       "describe '" + std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet152-dali-cpu.yaml'",
       ddlsim_test::Capture::Both);
   ASSERT_EQ(status, 0) << out;
-  for (const char* want : {"cluster juwels-booster: 1 node x 4", "nvlink", "comm intra any size",
-                           "flow bound 20 GB/s", "comm inter any size     alpha 0 s", "efficiency 0.98",
-                           "reduce any size     gpu 600 GB/s", "route 1 hops: n0.gpu0 > n0.gpu1"})
+  for (const char* want :
+       {"cluster juwels-booster: 1 node x 4", "nvlink", "comm intra any size", "flow bound 20 GB/s",
+        "comm inter any size     alpha 0 s", "fabric links carry 0.98 of their line rate",
+        "reduce any size     gpu 600 GB/s", "route 1 hops: n0.gpu0 > n0.gpu1"})
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
 }
 

@@ -34,17 +34,17 @@ struct Shipped {
 };
 
 constexpr Shipped kTopologies[] = {
-    {"juwels-booster", 25e9, 0.98, 79e9, 4},
-    {"alps-gh200", 25e9, 0.96, 197e9, 4},
-    {"lumi-g", 25e9, 0.953, 79e9, 4},
-    {"frontier", 25e9, 0.953, 79e9, 4},
-    {"dgx-a100-hdr-fattree", 25e9, 0.9, 79e9, 8},
-    {"dgx-h100-ndr-fattree", 50e9, 0.9, 118e9, 8},
+    {"juwels-booster", 25e9, 1, 79e9, 4, 0.98},
+    {"alps-gh200", 25e9, 1, 197e9, 4, 0.96},
+    {"lumi-g", 25e9, 1, 79e9, 4, 0.953},
+    {"frontier", 25e9, 1, 79e9, 4, 0.953},
+    {"dgx-a100-hdr-fattree", 25e9, 1, 79e9, 8, 0.9},
+    {"dgx-h100-ndr-fattree", 50e9, 1, 118e9, 8, 0.9},
     {"aws-p4de-efa", 12.5e9, 1, 54e9, 4, 0.85, 0.85},
     {"ethernet-25g", 3.125e9, 0.744, 30e9, 1, 0.941},
     {"ethernet-100g", 12.5e9, 0.691, 79e9, 1, 0.941},
-    {"dgx1-v100-edr", 12.5e9, 0.9, 30e9, 4, 1, 0.9, 6},
-    {"v100-sxm2-1nic-edr", 12.5e9, 0.9, 44e9, 1, 1, 0.9, 6},
+    {"dgx1-v100-edr", 12.5e9, 1, 30e9, 4, 0.9, 0.9, 6},
+    {"v100-sxm2-1nic-edr", 12.5e9, 1, 44e9, 1, 0.9, 0.9, 6},
 };
 
 Scenario scenario_for(const std::string& topology, const std::string& strategies,
@@ -164,7 +164,7 @@ TEST(ShippedTopologies, DedicatedParameterServerIncast) {
 }
 
 // A scenario's comm keys apply on top of its topology's one at a time: alps-gh200 says alpha_intra 2 us,
-// alpha_inter 3 us, efficiency_inter 0.96 and a 1500 GB/s GPU reduction; a scenario that only caps the
+// alpha_inter 3 us, goodput_inter 0.96 and a 1500 GB/s GPU reduction; a scenario that only caps the
 // intra-node flow rate keeps all of those.
 TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
   YamlNode root = YamlNode::load_string(std::string("cluster: {topology: ") + DDLSIM_SOURCE_DIR +
@@ -176,7 +176,7 @@ TEST(ShippedTopologies, ScenarioCommKeysLayerOnTheTopologys) {
   EXPECT_EQ(c.comm.intra.ranges[0].alpha, Time::us(2));
   EXPECT_EQ(c.comm.intra.ranges[0].bandwidth, 12e9);
   EXPECT_EQ(c.comm.inter.ranges[0].alpha, Time::us(3));
-  EXPECT_DOUBLE_EQ(c.comm.inter.ranges[0].efficiency, 0.96);
+  EXPECT_DOUBLE_EQ(c.comm.goodput_inter, 0.96);
   EXPECT_DOUBLE_EQ(c.comm.reduce_seconds(1500e9, 1e6, false), 1.0);  // 1500 GB at 1500 GB/s
 }
 
