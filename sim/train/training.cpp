@@ -827,6 +827,11 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
     report.results.push_back(training_record(r, has_ps, stats));
   report.notes.push_back(
       "shares: wall-time split of a step on worker 0 (compute, exposed communication, exposed I/O, idle)");
+  if (has_ps)
+    report.notes.push_back(
+        "kernel_shares.allreduce of a parameter-server strategy (no collective kernels): the share of the "
+        "step "
+        "with a push, pull or host transfer work of worker 0 in flight");
   if (!wl.rate_source.empty())
     report.notes.push_back("compute: the model's published rate: " + wl.rate_source);
   return report;
