@@ -22,6 +22,11 @@
 //                                     one server (incasts of 4N flows), `byteps` each layer's 4,096,000-
 //                                     byte partitions to the servers their keys hash to, `range` splits
 //                                     every chunk over all servers (an all-to-all of 4N^2 flows per chunk)
+//   ps-colocated-range-{sync,async}-N (--ps-async only) the Horovod guide's Inception V3 scenario (4 P100 per
+//                                     node, one 25 GbE NIC) with a PS colocated on each of N nodes, by range,
+//                                     sync and asynchronous, warm-up + one step: asynchronous pushes are
+//                                     applied and pulled back each at its own time, so the all-to-all's flows
+//                                     never start or end together and every event re-solves the nodes' NICs
 //   dragonfly-16384-{juwels,alps}     (--dragonfly only) the default scenario's DDP (hierarchical, NCCL's
 //                                     choice between nodes: the pipelined double tree) on 4096 nodes of
 //                                     JUWELS Booster's dragonfly+ grown to that size, and of alps-gh200
@@ -31,9 +36,10 @@
 //   memory-*                          (--memory only) the memory estimate a run is checked against before
 //                                     it starts (MemoryModel) next to the peak RSS of the process,
 //                                     cases in ascending size so that each one's peak is the new maximum
-// Usage: bench_training [--quick | --alps | --dragonfly | --ps [NODES SHARDING] | --memory]
+// Usage: bench_training [--quick | --alps | --dragonfly | --ps [NODES SHARDING] | --ps-async [NODES] |
+// --memory]
 // (--quick: 64 and 1024 GPUs instead of 1024 and 16384; --ps: partition on 64 and 256 nodes, byteps on 64,
-// range on 16 and 32, unless given)
+// range on 16 and 32, unless given; --ps-async: 8 and 12 nodes unless given)
 #include <sys/resource.h>
 
 #include <chrono>
@@ -73,16 +79,19 @@ void run_case(const std::string& name, const std::string& file, int64_t nodes, c
   std::fflush(stdout);
 }
 
-// Sync PS colocated on `nodes` nodes, one server per node, warm-up + one step.
-void ps_case(const std::string& file, int64_t nodes, const std::string& sharding) {
+// PS colocated on `nodes` nodes, one server per node, warm-up + one step; sync unless `mode` says.
+void ps_case(const std::string& file, int64_t nodes, const std::string& sharding,
+             const std::string& mode = "") {
   std::vector<std::string> sets = {"workload.steps=1", "workload.warmup_steps=1",
                                    "strategies=[{name: ps, servers: " + std::to_string(nodes) +
-                                       ", placement: colocated, sharding: " + sharding + "}]"};
+                                       ", placement: colocated, sharding: " + sharding +
+                                       (mode.empty() ? "" : ", mode: " + mode) + "}]"};
   Scenario sc = load_scenario(file, sets);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<TrainingResult> r = run_training(sc, {nodes}, TrainingOptions{});
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string name = "ps-colocated-" + sharding + "-" + std::to_string(nodes);
+  std::string name =
+      "ps-colocated-" + sharding + "-" + (mode.empty() ? "" : mode + "-") + std::to_string(nodes);
   std::printf("%s, %lld, %llu, %llu, %.3f, %.1f\n", name.c_str(), static_cast<long long>(r[0].gpus),
               static_cast<unsigned long long>(r[0].stats.messages),
               static_cast<unsigned long long>(r[0].stats.flows), wall, peak_rss_mb());
@@ -119,6 +128,14 @@ int main(int argc, char** argv) {
     for (int64_t nodes : {64, 256}) ps_case(juwels, nodes, "partition");
     ps_case(juwels, 64, "byteps");
     for (int64_t nodes : {16, 32}) ps_case(juwels, nodes, "range");
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--ps-async") == 0) {
+    const std::string guide = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/horovod-guide-128gpu.yaml";
+    std::vector<int64_t> counts = {8, 12};
+    if (argc > 2) counts = {std::stoll(argv[2])};
+    for (int64_t nodes : counts)
+      for (const char* mode : {"sync", "async"}) ps_case(guide, nodes, "range", mode);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--memory") == 0) {
