@@ -830,8 +830,7 @@ Report run_training_report(const Scenario& sc, const std::vector<int64_t>& count
   if (has_ps)
     report.notes.push_back(
         "kernel_shares.allreduce of a parameter-server strategy (no collective kernels): the share of the "
-        "step "
-        "with a push, pull or host transfer work of worker 0 in flight");
+        "step with a push, pull or host transfer work of worker 0 in flight");
   if (!wl.rate_source.empty())
     report.notes.push_back("compute: the model's published rate: " + wl.rate_source);
   return report;
