@@ -445,7 +445,6 @@ void FlowNetwork::resolve(Time now) {
       ++fallbacks_;
       grow_to_components();
       solve_region();
-      ++check_;
       for (FlowId f : region_flows_) flows_[f].bottleneck = certify(f);
       break;
     }
@@ -769,7 +768,6 @@ LinkId FlowNetwork::certify(FlowId f) {
 // certified on a link outside the region keeps its certificate: nothing on that link changed. Every flow
 // checked keeps the link it is certified on. Returns whether the region grew.
 bool FlowNetwork::grow_region() {
-  ++check_;
   grown_.clear();
   bool stuck = false;  // a region flow failed with no held flow above it (rounding): take the components
   for (FlowId f : region_flows_) {
@@ -834,11 +832,17 @@ bool FlowNetwork::solve_region() {
     Link& l = links_[lid];
     l.residual = l.capacity;
     l.unfixed = 0;
+    l.load = 0;  // (the held flows' rates; the region's trial rates follow as they are fixed)
+    l.top = 0;
     for (FlowId f : l.flows)
-      if (flows_[f].stamp == stamp_)
+      if (flows_[f].stamp == stamp_) {
         ++l.unfixed;
-      else
-        l.residual -= rate_of(f);
+      } else {
+        double r = rate_of(f);
+        l.residual -= r;
+        l.load += r;
+        l.top = std::max(l.top, r);
+      }
     l.residual = std::max(0.0, l.residual);
     l.share = l.residual / l.unfixed;
     l.demand = 0;
@@ -851,7 +855,12 @@ bool FlowNetwork::solve_region() {
     if (alone(f)) {  // its rate needs no sharing (and is exact)
       fl.trial = alone_rate(f);
       fl.fixed = true;
-      for (LinkId lid : fl.route) links_[lid].unfixed = 0;
+      for (LinkId lid : fl.route) {
+        Link& l = links_[lid];
+        l.unfixed = 0;
+        l.load = fl.trial;
+        l.top = fl.trial;
+      }
       continue;
     }
     ++left;
@@ -914,6 +923,8 @@ bool FlowNetwork::solve_region() {
     for (FlowId f : todo_) flows_[f].trial = share;
     for (LinkId lid : touched_links_) {
       Link& l = links_[lid];
+      l.load += share * l.fixing;
+      l.top = std::max(l.top, share);
       l.residual = std::max(0.0, l.residual - share * l.fixing);
       l.unfixed -= l.fixing;
       l.fixing = 0;
@@ -922,6 +933,10 @@ bool FlowNetwork::solve_region() {
     }
     left -= todo_.size();
   }
+  // Every region link's load and largest rate under the trial rates are now known: the certificates checked
+  // next (grow_region, in a round of its own) read them without summing the link's flows again.
+  ++check_;
+  for (LinkId lid : region_links_) links_[lid].checked = check_;
   return shared;
 }
 
