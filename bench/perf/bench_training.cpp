@@ -10,7 +10,8 @@
 //   fattree-16384-{hierarchical,ring} 4096 nodes of the same node type on a 3-level non-blocking HDR
 //                                     fat-tree, synthetic data (no file-system bound)
 // Columns: case, gpus, messages (collective messages simulated), flows (flows solved on the flow
-// model), wall_s, rss_MB (peak resident set so far).
+// model), wall_s, rss_MB (peak resident set so far), solves (max-min re-solves of a region of the flows),
+// flows_per_solve (the flows one such re-solve took, on average).
 //   alps-{4096-ring,4096-hierarchical}  (--alps only) ResNet-50 bf16 DDP on 1024 nodes x 4 GH200 of
 //                                     topologies/alps-gh200 (Slingshot dragonfly): rings that span groups
 //                                     share local links, so the flow model runs each distinct bucket once and
@@ -62,6 +63,15 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+void print_row(const std::string& name, const TrainingResult& r, double wall) {
+  const EngineStats& s = r.stats;
+  std::printf(
+      "%s, %lld, %llu, %llu, %.3f, %.1f, %llu, %.0f\n", name.c_str(), static_cast<long long>(r.gpus),
+      static_cast<unsigned long long>(s.messages), static_cast<unsigned long long>(s.flows), wall,
+      peak_rss_mb(), static_cast<unsigned long long>(s.region_solves),
+      s.region_solves > 0 ? static_cast<double>(s.region_flows) / static_cast<double>(s.region_solves) : 0.0);
+}
+
 // `algorithm`: the DDP strategy's options after `algorithm: ` (e.g. "hierarchical, inter_node: rhd").
 void run_case(const std::string& name, const std::string& file, int64_t nodes, const std::string& algorithm,
               const std::vector<std::string>& extra) {
@@ -72,9 +82,7 @@ void run_case(const std::string& name, const std::string& file, int64_t nodes, c
   auto t0 = std::chrono::steady_clock::now();
   std::vector<TrainingResult> r = run_training(sc, {nodes}, TrainingOptions{});
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s, %lld, %llu, %llu, %.3f, %.1f\n", name.c_str(), static_cast<long long>(r[0].gpus),
-              static_cast<unsigned long long>(r[0].stats.messages),
-              static_cast<unsigned long long>(r[0].stats.flows), wall, peak_rss_mb());
+  print_row(name, r[0], wall);
   std::printf("  %s: step %.4f s, efficiency %.3f\n", name.c_str(), r[0].step_time_s, r[0].efficiency);
   std::fflush(stdout);
 }
@@ -92,9 +100,7 @@ void ps_case(const std::string& file, int64_t nodes, const std::string& sharding
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string name =
       "ps-colocated-" + sharding + "-" + (mode.empty() ? "" : mode + "-") + std::to_string(nodes);
-  std::printf("%s, %lld, %llu, %llu, %.3f, %.1f\n", name.c_str(), static_cast<long long>(r[0].gpus),
-              static_cast<unsigned long long>(r[0].stats.messages),
-              static_cast<unsigned long long>(r[0].stats.flows), wall, peak_rss_mb());
+  print_row(name, r[0], wall);
   std::printf("  %s: step %.4f s\n", name.c_str(), r[0].step_time_s);
   std::fflush(stdout);
 }
@@ -119,7 +125,7 @@ void memory_case(const std::string& name, const std::string& file, int64_t nodes
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::string juwels = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/aach2023/resnet50-dali-cpu.yaml";
-  std::printf("case, gpus, messages, flows, wall_s, rss_MB\n");
+  std::printf("case, gpus, messages, flows, wall_s, rss_MB, solves, flows_per_solve\n");
   if (argc > 1 && std::strcmp(argv[1], "--ps") == 0) {
     if (argc > 2) {
       ps_case(juwels, std::stoll(argv[2]), argc > 3 ? argv[3] : "range");

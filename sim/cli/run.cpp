@@ -24,9 +24,9 @@ namespace {
 
 CommandSpec run_spec(const char* name, const char* usage, const char* description) {
   CommandSpec spec(name, usage, description);
-  spec.options.add_options()                                                                       //
-      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)")  //
-      ("stats", "add engine statistics (messages, flows, events) to the output")                   //
+  spec.options.add_options()                                                                        //
+      ("no-fast", "run collectives message by message on the flow model (no max-plus fast path)")   //
+      ("stats", "add engine statistics (messages, flows, region re-solves, events) to the output")  //
       ("trace", po::value<std::string>()->value_name("FILE"),
        "write a Perfetto/Chrome trace of the first strategy at the first node count")  //
       ("links", po::value<int64_t>()->value_name("N"),
@@ -60,6 +60,8 @@ Record collective_record(const CollectiveResult& r, bool stats) {
     rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
     rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
     rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
+    rec.push_back({"region_solves", static_cast<int64_t>(r.stats.region_solves)});
+    rec.push_back({"region_flows", static_cast<int64_t>(r.stats.region_flows)});
     rec.push_back({"events", static_cast<int64_t>(r.stats.events)});
   }
   return rec;

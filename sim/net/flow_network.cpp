@@ -828,6 +828,7 @@ void FlowNetwork::grow_to_components() {
 // a link.
 bool FlowNetwork::solve_region() {
   ++solves_;
+  solved_flows_ += region_flows_.size();
   for (LinkId lid : region_links_) {
     Link& l = links_[lid];
     l.residual = l.capacity;

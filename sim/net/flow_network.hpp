@@ -105,10 +105,11 @@ class FlowNetwork {
   // Statistics for benchmarks.
   uint64_t flows_started() const { return flows_started_; }
   uint64_t region_solves() const { return solves_; }
-  uint64_t region_growths() const { return growths_; }         // rounds that grew a region
-  uint64_t component_fallbacks() const { return fallbacks_; }  // regions that became whole components
-  uint64_t class_updates() const { return class_updates_; }    // joins and leaves done by a class step
-  uint64_t class_refills() const { return refill_marks_; }     // saturated links a class step handed on
+  uint64_t region_flows_solved() const { return solved_flows_; }  // the solves' flows, summed
+  uint64_t region_growths() const { return growths_; }            // rounds that grew a region
+  uint64_t component_fallbacks() const { return fallbacks_; }     // regions that became whole components
+  uint64_t class_updates() const { return class_updates_; }       // joins and leaves done by a class step
+  uint64_t class_refills() const { return refill_marks_; }        // saturated links a class step handed on
   uint64_t class_moves() const { return moves_; }  // held flows a class step brought down into its class
 
  private:
@@ -264,6 +265,7 @@ class FlowNetwork {
   uint64_t next_order_ = 0;
   uint64_t flows_started_ = 0;
   uint64_t solves_ = 0;
+  uint64_t solved_flows_ = 0;
   uint64_t growths_ = 0;
   uint64_t fallbacks_ = 0;
   uint64_t class_updates_ = 0;

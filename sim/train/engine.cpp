@@ -53,6 +53,8 @@ Time Engine::run() {
   for (TaskId t = 0; t < graph_.size(); ++t)
     if (records_[t].end == Time::max()) throw std::logic_error("task graph has a cycle or a task never ran");
   stats_.flows = net.flows_started();
+  stats_.region_solves = net.region_solves();
+  stats_.region_flows = net.region_flows_solved();
   return last;
 }
 

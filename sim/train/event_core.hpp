@@ -15,6 +15,8 @@ namespace ddlsim {
 struct EngineStats {
   uint64_t events = 0;                // events handled by the queue
   uint64_t flows = 0;                 // flows run on the flow network
+  uint64_t region_solves = 0;         // max-min re-solves of a region of the flow network's flows
+  uint64_t region_flows = 0;          // the flows those re-solves took, summed
   uint64_t messages = 0;              // transfers simulated (flow model + fast path)
   uint64_t fast_messages = 0;         // of which by the fast path
   uint64_t fast_collectives = 0;      // collectives done by the fast path

@@ -799,6 +799,8 @@ Record training_record(const TrainingResult& r, bool has_ps, bool stats) {
     rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
     rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
     rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
+    rec.push_back({"region_solves", static_cast<int64_t>(r.stats.region_solves)});
+    rec.push_back({"region_flows", static_cast<int64_t>(r.stats.region_flows)});
   }
   return rec;
 }
