@@ -1066,6 +1066,10 @@ TEST(FlowNetworkProperties, StatisticsCountFlows) {
   simulate(net, c.flows);
   EXPECT_EQ(net.flows_started(), c.flows.size());
   EXPECT_GE(net.region_solves(), 1u);
+  // Each region solve takes at least one flow and at most every flow of the case:
+  // solves <= sum over solves of |region| <= solves x flows.
+  EXPECT_GE(net.region_flows_solved(), net.region_solves());
+  EXPECT_LE(net.region_flows_solved(), net.region_solves() * c.flows.size());
   EXPECT_TRUE(net.empty());
 }
 
