@@ -57,11 +57,7 @@ Record collective_record(const CollectiveResult& r, bool stats) {
              {"algorithm", r.algorithm},
              {"protocol", r.protocol}};
   if (stats) {
-    rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
-    rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
-    rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
-    rec.push_back({"region_solves", static_cast<int64_t>(r.stats.region_solves)});
-    rec.push_back({"region_flows", static_cast<int64_t>(r.stats.region_flows)});
+    add_engine_stats(rec, r.stats);
     rec.push_back({"events", static_cast<int64_t>(r.stats.events)});
   }
   return rec;

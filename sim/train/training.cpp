@@ -795,14 +795,16 @@ Record training_record(const TrainingResult& r, bool has_ps, bool stats) {
       rec.push_back({k + "pull_s", s.pull_s, true});
     }
   }
-  if (stats) {
-    rec.push_back({"messages", static_cast<int64_t>(r.stats.messages)});
-    rec.push_back({"fast_messages", static_cast<int64_t>(r.stats.fast_messages)});
-    rec.push_back({"flows", static_cast<int64_t>(r.stats.flows)});
-    rec.push_back({"region_solves", static_cast<int64_t>(r.stats.region_solves)});
-    rec.push_back({"region_flows", static_cast<int64_t>(r.stats.region_flows)});
-  }
+  if (stats) add_engine_stats(rec, r.stats);
   return rec;
+}
+
+void add_engine_stats(Record& rec, const EngineStats& s) {
+  rec.push_back({"messages", static_cast<int64_t>(s.messages)});
+  rec.push_back({"fast_messages", static_cast<int64_t>(s.fast_messages)});
+  rec.push_back({"flows", static_cast<int64_t>(s.flows)});
+  rec.push_back({"region_solves", static_cast<int64_t>(s.region_solves)});
+  rec.push_back({"region_flows", static_cast<int64_t>(s.region_flows)});
 }
 
 Report run_training_report(const Scenario& sc, const std::vector<int64_t>& counts,

@@ -138,6 +138,8 @@ MemoryLimit memory_limit(double max_memory);
 // The report's row of one result (every row of a scenario has the same keys: `has_ps` when any strategy is a
 // parameter server; `stats` adds the engine's counts).
 Record training_record(const TrainingResult& r, bool has_ps, bool stats);
+// The engine statistics `--stats` adds to a row: messages, fast messages, flows and region re-solves.
+void add_engine_stats(Record& rec, const EngineStats& s);
 bool has_parameter_server(const Scenario& scenario);
 Report run_training_report(const Scenario& scenario, const std::vector<int64_t>& node_counts,
                            const TrainingOptions& options, bool stats);
