@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -74,8 +75,73 @@ Rate FlowNetwork::route_capacity(std::span<const LinkId> route) const {
   return Rate{c};
 }
 
+namespace {
+uint64_t route_key(std::span<const LinkId> route, double cap) {
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a over the links and the cap's bits
+  for (LinkId l : route) h = (h ^ l) * 1099511628211ULL;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &cap, sizeof bits);
+  return (h ^ bits) * 1099511628211ULL;
+}
+}  // namespace
+
 FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double rate_cap, uint64_t tag,
                              Time now) {
+  MessageId mid;
+  if (!free_messages_.empty()) {
+    mid = free_messages_.back();
+    free_messages_.pop_back();
+  } else {
+    mid = static_cast<MessageId>(messages_.size());
+    messages_.emplace_back();
+  }
+  Message& msg = messages_[mid];
+  msg.user = tag;
+  msg.order = next_order_++;
+  msg.active = true;
+  ++active_;
+  ++flows_started_;
+  // Every link of the route counts the message; the one with the fewest flows is where an active flow with
+  // this route and cap would be found.
+  size_t fewest = std::numeric_limits<size_t>::max();
+  LinkId narrow = route.front();
+  for (LinkId lid : route) {
+    Link& l = links_[lid];
+    ++l.nw;
+    count_on(lid, bytes, now);
+    if (l.incast != kNoIncast) count_sender(lid, route.front(), true);
+    if (l.flows.size() < fewest) {
+      fewest = l.flows.size();
+      narrow = lid;
+    }
+  }
+  const double cap = rate_cap > 0 ? rate_cap : std::numeric_limits<double>::infinity();
+  // That flow: among the few flows on the narrowest link, else by key (bundles_ holds the flows that started
+  // where every link carried more; a flow it misses only costs a second flow on the route, at the same rate).
+  const uint64_t key = route_key(route, cap);
+  FlowId match = kNoFlow;
+  if (fewest > 0) {
+    auto same = [&](FlowId g) {
+      const Flow& b = flows_[g];
+      return b.key == key && b.cap == cap &&
+             std::equal(b.route.begin(), b.route.end(), route.begin(), route.end());
+    };
+    if (fewest <= kScanFlows) {
+      for (FlowId g : links_[narrow].flows)
+        if (same(g)) {
+          match = g;
+          break;
+        }
+    } else if (auto it = bundles_.find(key);
+               it != bundles_.end() && flows_[it->second].active && same(it->second)) {
+      match = it->second;
+    }
+  }
+  if (match != kNoFlow) {
+    grow_flow(match, mid, bytes, now);
+    ++bundled_;
+    return mid;
+  }
   FlowId id;
   if (!free_flows_.empty()) {
     id = free_flows_.back();
@@ -91,24 +157,110 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     Link& l = links_[route[i]];
     f.slot[i] = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
-    count_on(route[i], bytes, now);
-    if (l.incast != kNoIncast) count_sender(route[i], route.front(), true);
   }
+  f.mem.assign(1, mid);
+  f.head = mid;
+  f.user = tag;
+  msg.flow = id;
+  msg.pos = 0;
+  msg.due = bytes;
+  f.w = 1;
+  f.key = key;
   f.remaining = bytes;
   f.rate = 0;
-  f.cap = rate_cap > 0 ? rate_cap : std::numeric_limits<double>::infinity();
+  f.cap = cap;
   f.updated = now;
   f.finish = Time::max();
-  f.tag = tag;
-  f.order = next_order_++;
+  f.order = msg.order;
   f.bottleneck = kUncertified;
   f.cls = kNoClass;
   f.joining = false;
   f.active = true;
-  ++active_;
-  ++flows_started_;
+  f.pending = true;
   new_flows_.push_back(id);
-  return id;
+  if (fewest > kScanFlows) {
+    bundles_[key] = id;  // (a key shared by another route: the newest flow takes it)
+    if (bundles_.size() > 2 * flows_.size() + 1024)  // drop the keys of flows that ended (amortised)
+      std::erase_if(bundles_, [&](const auto& e) {
+        return !flows_[e.second].active || flows_[e.second].key != e.first;
+      });
+  }
+  return mid;
+}
+
+// The head's bytes left at `now`.
+double FlowNetwork::head_left(const Flow& f, Time now) const {
+  if (f.cls != kNoClass) {
+    const Link& l = links_[f.cls];
+    return std::max(0.0, f.vtag - (l.vt + l.cls_rate * (now - l.vt_at).seconds()));
+  }
+  return std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
+}
+
+// Message m of `bytes` joins flow id (same route, same cap). The flow leaves the links it held at its rate as
+// if it had ended (they are re-shared) and starts again as a new flow of one more message: both are events
+// the resolve takes as they come.
+void FlowNetwork::grow_flow(FlowId id, MessageId m, double bytes, Time now) {
+  Flow& f = flows_[id];
+  if (f.cls != kNoClass) leave_class(id, now);
+  const double left = head_left(f, now);
+  Message& msg = messages_[m];
+  msg.flow = id;
+  msg.due = messages_[f.mem.front()].due - left + bytes;
+  msg.pos = static_cast<uint32_t>(f.mem.size());
+  f.mem.push_back(m);
+  message_sift(f, msg.pos);
+  f.remaining = f.mem.front() == m ? bytes : left;
+  f.head = f.mem.front();
+  f.order = messages_[f.head].order;
+  f.user = messages_[f.head].user;
+  f.updated = now;
+  if (!f.pending) {  // it held its links: they lose it (as when a flow ends) until it is placed again
+    const double gone = f.rate * f.w;
+    for (LinkId lid : f.route) {
+      Link& l = links_[lid];
+      l.est -= gone;
+      if (!l.dirty) {
+        l.dirty = true;
+        dirty_links_.push_back(lid);
+      }
+    }
+    f.rate = 0;
+    heap_erase(id);
+    f.finish = Time::max();
+    f.bottleneck = kUncertified;
+    f.pending = true;
+    new_flows_.push_back(id);
+  }
+  ++f.w;
+}
+
+bool FlowNetwork::message_before(MessageId a, MessageId b) const {
+  const Message& x = messages_[a];
+  const Message& y = messages_[b];
+  return x.due != y.due ? x.due < y.due : x.order < y.order;
+}
+
+void FlowNetwork::message_sift(Flow& f, size_t i) {
+  std::vector<MessageId>& h = f.mem;
+  MessageId id = h[i];
+  auto put = [&](size_t at, MessageId m) {
+    h[at] = m;
+    messages_[m].pos = static_cast<uint32_t>(at);
+  };
+  while (i > 0 && message_before(id, h[(i - 1) / 2])) {
+    put(i, h[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h.size()) break;
+    if (c + 1 < h.size() && message_before(h[c + 1], h[c])) ++c;
+    if (!message_before(h[c], id)) break;
+    put(i, h[c]);
+    i = c;
+  }
+  put(i, id);
 }
 
 Time FlowNetwork::next_completion() {
@@ -157,15 +309,60 @@ void FlowNetwork::heap_update(FlowId id) {
 uint64_t FlowNetwork::pop_completion() {
   assert(!heap_.empty());
   FlowId id = heap_.front();
+  Flow& f = flows_[id];
+  const MessageId done = f.head;
+  const uint64_t user = f.user;
+  messages_[done].active = false;
+  free_messages_.push_back(done);
+  --active_;
+  const double gone = rate_of(id);
+  if (f.w > 1) {  // the next message becomes the head, on the same clock at the same rate
+    for (LinkId lid : f.route) {
+      Link& l = links_[lid];
+      --l.nw;
+      l.est -= gone;
+      if (l.incast != kNoIncast) count_sender(lid, f.route.front(), false);
+      count_off(lid, f.finish);
+      if (!l.dirty) {
+        l.dirty = true;
+        dirty_links_.push_back(lid);
+      }
+    }
+    --f.w;
+    const double due = messages_[done].due;
+    f.mem.front() = f.mem.back();
+    f.mem.pop_back();
+    message_sift(f, 0);
+    f.head = f.mem.front();
+    const Message& next = messages_[f.head];
+    const double step = std::max(0.0, next.due - due);
+    f.order = next.order;
+    f.user = next.user;
+    if (f.cls != kNoClass) {
+      LinkId cid = f.cls;
+      Link& c = links_[cid];
+      count_member(cid, id, -1);
+      --c.mw;
+      f.vtag += step;
+      heap_erase(id);
+      c.head = kNoFlow;
+      class_sift(c, f.cls_pos);
+      place_head(cid);
+    } else {
+      f.remaining = step;
+      f.updated = f.finish;
+      f.finish = f.updated + Time::from_seconds(step / f.rate);
+      heap_update(id);
+    }
+    return user;
+  }
   FlowId last = heap_.back();
   heap_.pop_back();
-  flows_[id].heap_pos = kNotInHeap;
+  f.heap_pos = kNotInHeap;
   if (last != id) {
     heap_place(0, last);
     heap_sift(0);
   }
-  Flow& f = flows_[id];
-  double gone = rate_of(id);
   if (f.cls != kNoClass) {  // the class's first member: the next one takes its place in the heap
     LinkId cid = f.cls;
     Link& c = links_[cid];
@@ -191,6 +388,7 @@ uint64_t FlowNetwork::pop_completion() {
           break;
         }
     }
+    --l.nw;
     l.est = l.flows.empty() ? 0 : l.est - gone;
     if (l.incast != kNoIncast) count_sender(f.route[i], f.route.front(), false);
     count_off(f.route[i], f.finish);
@@ -199,10 +397,11 @@ uint64_t FlowNetwork::pop_completion() {
       dirty_links_.push_back(f.route[i]);
     }
   }
+  f.w = 0;
+  f.mem.clear();
   f.active = false;
-  --active_;
   free_flows_.push_back(id);
-  return f.tag;
+  return user;
 }
 
 void FlowNetwork::heap_erase(FlowId id) {
@@ -253,12 +452,14 @@ void FlowNetwork::class_insert(LinkId lid, FlowId f) {
   flows_[f].cls_pos = static_cast<uint32_t>(l.members.size());
   l.members.push_back(f);
   class_sift(l, l.members.size() - 1);
-  count_member(lid, f, true);
+  l.mw += flows_[f].w;
+  count_member(lid, f, flows_[f].w);
 }
 
 void FlowNetwork::class_remove(LinkId lid, FlowId f) {
-  count_member(lid, f, false);
+  count_member(lid, f, -static_cast<int64_t>(flows_[f].w));
   Link& l = links_[lid];
+  l.mw -= flows_[f].w;
   size_t i = flows_[f].cls_pos;
   FlowId last = l.members.back();
   l.members.pop_back();
@@ -269,27 +470,27 @@ void FlowNetwork::class_remove(LinkId lid, FlowId f) {
   }
 }
 
-// Counts member f of class lid in (or out of) the class's entry for each other link of its route; an entry
-// leaves both lists when its count falls to zero.
-void FlowNetwork::count_member(LinkId lid, FlowId f, bool in) {
+// Counts the dw messages (dw < 0: out) of member f of class lid in the class's entry for each other link of
+// its route; an entry leaves both lists when its count falls to zero.
+void FlowNetwork::count_member(LinkId lid, FlowId f, int64_t dw) {
   for (LinkId m : flows_[f].route) {
     if (m == lid) continue;
     std::vector<std::pair<LinkId, uint32_t>>& classes = links_[m].in_classes;
     size_t k = 0;
     while (k < classes.size() && classes[k].first != lid) ++k;
     std::vector<ClassLink>& entries = links_[lid].cls_links;
-    if (in) {
+    if (dw > 0) {
       if (k < classes.size()) {
-        ++entries[classes[k].second].count;
+        entries[classes[k].second].count += static_cast<uint32_t>(dw);
       } else {
-        entries.push_back(ClassLink{m, 1, static_cast<uint32_t>(classes.size())});
+        entries.push_back(ClassLink{m, static_cast<uint32_t>(dw), static_cast<uint32_t>(classes.size())});
         classes.emplace_back(lid, static_cast<uint32_t>(entries.size() - 1));
       }
       continue;
     }
     assert(k < classes.size());
     uint32_t idx = classes[k].second;
-    if (--entries[idx].count > 0) continue;
+    if ((entries[idx].count -= static_cast<uint32_t>(-dw)) > 0) continue;
     classes[k] = classes.back();  // swap-remove from both lists, re-pointing the moved entries
     classes.pop_back();
     if (k < classes.size())
@@ -350,7 +551,8 @@ void FlowNetwork::set_rate(FlowId id, double rate, Time now) {
     f.updated = now;
   }
   if (rate == f.rate && f.finish != Time::max()) return;  // unchanged: the heap entry is still right
-  for (LinkId l : f.route) links_[l].est += rate - f.rate;
+  const double change = (rate - f.rate) * f.w;
+  for (LinkId l : f.route) links_[l].est += change;
   f.rate = rate;
   f.finish = now + Time::from_seconds(f.remaining / rate);
   heap_update(id);
@@ -394,6 +596,7 @@ void FlowNetwork::resolve(Time now) {
     FlowId f = new_flows_[i];
     if (!flows_[f].active || flows_[f].join == stamp_) continue;
     flows_[f].join = stamp_;
+    flows_[f].pending = false;
     if (alone(f)) {  // nothing else on its links: no sharing to solve, nobody else affected
       set_rate(f, alone_rate(f), now);
       continue;
@@ -467,8 +670,8 @@ LinkId FlowNetwork::class_target(FlowId f) const {
     if (!l.members.empty()) {
       if (!found || l.cls_rate < links_[best].cls_rate) best = m;
       found = true;
-    } else if (!found && l.flows.size() > 1) {
-      double s = l.capacity / static_cast<double>(l.flows.size());
+    } else if (!found && l.nw > 1) {
+      double s = l.capacity / static_cast<double>(l.nw);
       if (s < best_share) {
         best_share = s;
         best = m;
@@ -525,7 +728,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
       }
       if (fg.bottleneck == kUncertified || fg.bottleneck == lid) ok = false;
       double r = rate_of(g);
-      residual -= r;
+      residual -= r * fg.w;
       // A held flow with a rate (a member of another link's class, or in the completion heap) may have to
       // come down to the new share (see below), unless the link it is certified on is still to be re-shared
       // in this resolve (a class step counts on it to give there).
@@ -537,7 +740,9 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
         held_top = std::max(held_top, r);
     }
   }
-  size_t n = l.members.size() + cands_.size() + joiners.size();
+  size_t n = l.mw;  // messages of members, candidates and joiners
+  for (FlowId g : cands_) n += flows_[g].w;
+  for (FlowId g : joiners) n += flows_[g].w;
   double share = n > 0 ? std::max(0.0, residual) / static_cast<double>(n) : 0;
   // Held flows above the share (certified on another link, or at their cap, at the rate they had before l
   // filled up) move into the class, largest first: each one that moves gives back its rate and takes the
@@ -552,11 +757,14 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     });
     size_t moved = 0;
     while (moved < movers_.size() && movers_[moved].first > share) {
-      residual += movers_[moved].first;
-      cap = std::min(cap, flows_[movers_[moved].second].cap);
+      Flow& fm = flows_[movers_[moved].second];
+      residual += movers_[moved].first * fm.w;
+      cap = std::min(cap, fm.cap);
       cands_.push_back(movers_[moved].second);
-      flows_[movers_[moved].second].joining = true;  // (can_give: no longer one of its link's own)
-      share = std::max(0.0, residual) / static_cast<double>(n + ++moved);
+      fm.joining = true;  // (can_give: no longer one of its link's own)
+      n += fm.w;
+      ++moved;
+      share = std::max(0.0, residual) / static_cast<double>(n);
     }
     mover_top = moved < movers_.size() ? movers_[moved].first : 0;
   }
@@ -568,18 +776,20 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
   ++check_;
   delta_links_.clear();
   refills_.clear();
-  double own = 0;  // the load change on l
-  auto add = [&](FlowId g, double change) {
-    own += change;
+  double own = 0;                            // the load change on l
+  auto add = [&](FlowId g, double change) {  // (change: per message)
+    const uint32_t w = flows_[g].w;
+    own += change * w;
     for (LinkId m : flows_[g].route) {
       if (m == lid) continue;
       Link& lm = links_[m];
-      if (lm.fixing++ == 0) {  // (counts the step's flows on m)
+      if (lm.fixing == 0) {
         lm.delta = 0;
         lm.crossing = 0;
         delta_links_.push_back(m);
       }
-      lm.delta += change;
+      lm.fixing += w;  // (counts the step's messages on m)
+      lm.delta += change * w;
     }
   };
   // The exact load change on m, summed in the order of the members' route walk this replaces (members, then
@@ -589,14 +799,14 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     for (uint32_t i = 0; i < links_[m].crossing; ++i) x += d;
     for (FlowId g : cands_)
       for (LinkId r : flows_[g].route)
-        if (r == m) x += share - rate_of(g);
+        if (r == m) x += (share - rate_of(g)) * flows_[g].w;
     for (FlowId g : joiners)
       for (LinkId r : flows_[g].route)
-        if (r == m) x += share;
+        if (r == m) x += share * flows_[g].w;
     return x;
   };
   if (ok) {
-    own = d * static_cast<double>(l.members.size());
+    own = d * static_cast<double>(l.mw);
     for (const ClassLink& e : l.cls_links) {
       Link& lm = links_[e.link];
       lm.fixing = e.count;
@@ -608,7 +818,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     for (FlowId g : joiners) add(g, share);
     for (LinkId m : delta_links_) {
       Link& lm = links_[m];
-      if (lm.fixing == lm.flows.size()) {  // only the class's flows (a link in series with l): they fit
+      if (lm.fixing == lm.nw) {  // only the class's flows (a link in series with l): they fit
         if (share * lm.fixing <= lm.capacity * (1 + kSlack)) continue;
         ok = false;
         break;
@@ -695,8 +905,8 @@ bool FlowNetwork::can_give(LinkId m, double x, double share) const {
   for (FlowId g : links_[m].flows) {
     const Flow& fg = flows_[g];
     if (fg.joining || fg.bottleneck != m) continue;
-    ++k;
-    mine += rate_of(g);
+    k += fg.w;
+    mine += rate_of(g) * fg.w;
   }
   const Link& lm = links_[m];
   return k > 0 && lm.load + x - mine + share * static_cast<double>(k) < lm.capacity * (1 - kSlack);
@@ -708,16 +918,19 @@ bool FlowNetwork::alone(FlowId f) const {
   return true;
 }
 
-// The rate of a flow alone on its links: its cap or its smallest capacity, where its certificate holds.
+// The rate of (each message of) a flow alone on its links: its cap or its smallest capacity shared by its
+// messages, where its certificate holds.
 double FlowNetwork::alone_rate(FlowId f) {
   Flow& fl = flows_[f];
   double r = fl.cap;
   fl.bottleneck = kCapped;
-  for (LinkId lid : fl.route)
-    if (links_[lid].capacity < r) {
-      r = links_[lid].capacity;
+  for (LinkId lid : fl.route) {
+    const double c = links_[lid].capacity / fl.w;
+    if (c < r) {
+      r = c;
       fl.bottleneck = lid;
     }
+  }
   return r;
 }
 
@@ -744,7 +957,7 @@ void FlowNetwork::refresh_link(LinkId lid) {
   l.top = 0;
   for (FlowId f : l.flows) {
     double r = current_rate(f);
-    l.load += r;
+    l.load += r * flows_[f].w;
     l.top = std::max(l.top, r);
   }
 }
@@ -837,11 +1050,11 @@ bool FlowNetwork::solve_region() {
     l.top = 0;
     for (FlowId f : l.flows)
       if (flows_[f].stamp == stamp_) {
-        ++l.unfixed;
+        l.unfixed += flows_[f].w;
       } else {
         double r = rate_of(f);
-        l.residual -= r;
-        l.load += r;
+        l.residual -= r * flows_[f].w;
+        l.load += r * flows_[f].w;
         l.top = std::max(l.top, r);
       }
     l.residual = std::max(0.0, l.residual);
@@ -859,7 +1072,7 @@ bool FlowNetwork::solve_region() {
       for (LinkId lid : fl.route) {
         Link& l = links_[lid];
         l.unfixed = 0;
-        l.load = fl.trial;
+        l.load = fl.trial * fl.w;
         l.top = fl.trial;
       }
       continue;
@@ -868,7 +1081,7 @@ bool FlowNetwork::solve_region() {
     if (fl.cap < std::numeric_limits<double>::infinity()) capped_.push_back(f);
     double most = fl.cap;  // no rate can exceed the smallest residual on the route
     for (LinkId lid : fl.route) most = std::min(most, links_[lid].residual);
-    for (LinkId lid : fl.route) links_[lid].demand += most;
+    for (LinkId lid : fl.route) links_[lid].demand += most * fl.w;
   }
   // A link whose flows together cannot fill it never fixes one: only the others are candidates (typically the
   // NICs; most fabric and PCIe links drop out).
@@ -919,8 +1132,10 @@ bool FlowNetwork::solve_region() {
     // of the order in which the flows were fixed.
     touched_links_.clear();
     for (FlowId f : todo_)
-      for (LinkId lid : flows_[f].route)
-        if (links_[lid].fixing++ == 0) touched_links_.push_back(lid);
+      for (LinkId lid : flows_[f].route) {
+        if (links_[lid].fixing == 0) touched_links_.push_back(lid);
+        links_[lid].fixing += flows_[f].w;
+      }
     for (FlowId f : todo_) flows_[f].trial = share;
     for (LinkId lid : touched_links_) {
       Link& l = links_[lid];
@@ -976,18 +1191,15 @@ void FlowNetwork::close_direct(std::span<const LinkId> route, Time now) {
 }
 
 double FlowNetwork::remaining(FlowId id, Time now) const {
-  const Flow& f = flows_[id];
-  if (f.cls != kNoClass) {
-    const Link& l = links_[f.cls];
-    return std::max(0.0, f.vtag - (l.vt + l.cls_rate * (now - l.vt_at).seconds()));
-  }
-  return std::max(0.0, f.remaining - f.rate * (now - f.updated).seconds());
+  const Message& m = messages_[id];
+  const Flow& f = flows_[m.flow];
+  return head_left(f, now) + (m.due - messages_[f.head].due);
 }
 
 std::vector<FlowId> FlowNetwork::active_flow_ids() const {
   std::vector<FlowId> out;
-  for (FlowId f = 0; f < flows_.size(); ++f)
-    if (flows_[f].active) out.push_back(f);
+  for (FlowId m = 0; m < messages_.size(); ++m)
+    if (messages_[m].active) out.push_back(m);
   return out;
 }
 

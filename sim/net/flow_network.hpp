@@ -19,9 +19,16 @@
 // region solve above takes over. Held flows above the new share (certified on another link, or members of
 // its class) come down into the class in the same step, largest first, and the links they were certified on
 // are re-shared next.
+// Bundles: max-min gives every flow on one route with one cap the same rate, so the solver holds them as one
+// flow of several messages (a parameter server's chunks in flight between one worker and one server): the
+// flow counts its messages on every link it crosses (in shares, loads and classes), drains them on its own
+// clock in order of their bytes left, and only its first is in the completion heap. A message joining a
+// flow that holds a rate is taken as that flow ending and a flow of one more message starting; one
+// completing leaves the rest at the flow's rate, as any flow ending does.
 #include <cstdint>
 #include <queue>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -30,7 +37,7 @@
 namespace ddlsim {
 
 using LinkId = uint32_t;
-using FlowId = uint32_t;
+using FlowId = uint32_t;  // one message's flow (its bundle inside the network: see Flow)
 
 // TCP incast: the goodput of a link that several senders converge on, as a fraction of its capacity, by the
 // number of distinct senders (points (senders, goodput), senders increasing, goodput non-increasing in (0,
@@ -82,11 +89,11 @@ class FlowNetwork {
   // every flow that completes at that instant.
   uint64_t pop_completion();
 
-  double rate(FlowId f) const { return rate_of(f); }
-  uint64_t tag(FlowId f) const { return flows_[f].tag; }
+  double rate(FlowId f) const { return rate_of(messages_[f].flow); }
+  uint64_t tag(FlowId f) const { return messages_[f].user; }
   // Bytes flow f has left to drain at `now` (at its current rate since its last update).
   double remaining(FlowId f, Time now) const;
-  std::span<const LinkId> route(FlowId f) const { return flows_[f].route; }
+  std::span<const LinkId> route(FlowId f) const { return flows_[messages_[f].flow].route; }
   // Flow ids currently active (for tests and property checks).
   std::vector<FlowId> active_flow_ids() const;
 
@@ -111,6 +118,7 @@ class FlowNetwork {
   uint64_t class_updates() const { return class_updates_; }       // joins and leaves done by a class step
   uint64_t class_refills() const { return refill_marks_; }        // saturated links a class step handed on
   uint64_t class_moves() const { return moves_; }  // held flows a class step brought down into its class
+  uint64_t messages_bundled() const { return bundled_; }  // messages that joined a flow on their route
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
@@ -119,6 +127,8 @@ class FlowNetwork {
   static constexpr LinkId kNoClass = UINT32_MAX;
   static constexpr FlowId kNoFlow = UINT32_MAX;
   static constexpr uint32_t kNoIncast = UINT32_MAX;
+  static constexpr size_t kScanFlows = 8;  // add_flow looks among this many flows on a link, else by key
+  using MessageId = uint32_t;
   // An incast link's state, kept apart from Link so that the solver's links stay as small as they were.
   struct Incast {
     const IncastCurve* curve;
@@ -142,6 +152,8 @@ class FlowNetwork {
     uint32_t stamp = 0;
     uint32_t incast = kNoIncast;  // incast links: index in incasts_ (the rest carry none of that state)
     Time latency;
+    uint32_t nw = 0;  // messages of its flows (their weights summed)
+    uint32_t mw = 0;  // messages of its class's members
     bool dirty = false;
     // solver scratch
     double residual = 0;  // capacity left to the region's flows
@@ -181,20 +193,27 @@ class FlowNetwork {
   };
   void count_on(LinkId l, double bytes, Time now);
   void count_off(LinkId l, Time now);
+  // A flow of the solver is a bundle: every active message on one route with one cap (max-min gives them one
+  // rate). Its messages (members_, the API's flow ids) drain on its clock: each has a tag, its bytes left
+  // being its tag less the head's tag plus what the head has left (`remaining`, or `vtag` in a class).
   struct Flow {
     std::vector<LinkId> route;
     std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows
-    double remaining = 0;        // bytes left at `updated`
-    double rate = 0;
-    double trial = 0;  // solver scratch: the rate the region solve gives this flow
+    std::vector<MessageId> mem;  // its messages: a heap by (due, creation order), the head first
+    MessageId head = 0;          // mem.front(), and its caller's tag (read where mem is not)
+    uint64_t user = 0;
+    double remaining = 0;  // the head's bytes left at `updated`
+    double rate = 0;       // per message
+    double trial = 0;      // solver scratch: the rate the region solve gives this flow
     double cap = 0;
     Time updated;
-    Time finish = Time::max();
-    uint64_t tag = 0;
-    uint64_t order = 0;  // creation order: ties in completion time break by it
+    Time finish = Time::max();  // the head's
+    uint64_t key = 0;           // bundles_ key of its route and cap
+    uint64_t order = 0;         // the head's creation order: ties in completion time break by it
+    uint32_t w = 0;             // messages (the flow's weight on each link it crosses)
     uint32_t heap_pos = kNotInHeap;
     LinkId cls = kNoClass;  // the link whose class holds it (then rate, remaining, updated are unused)
-    double vtag = 0;        // member: the class's virtual time at which it completes
+    double vtag = 0;        // member: the class's virtual time at which its head completes
     uint32_t cls_pos = 0;   // member: index in links_[cls].members
     uint32_t join = 0;      // == stamp_: new since the last resolve (seen once)
     bool joining = false;   // one of the new flows a class step is placing
@@ -203,7 +222,21 @@ class FlowNetwork {
     LinkId bottleneck = kUncertified;  // the link its max-min certificate holds on, or kCapped
     bool active = false;
     bool fixed = false;
+    bool pending = false;  // added (or grown) since the last resolve: in new_flows_, holding no rate
   };
+  struct Message {
+    FlowId flow = 0;
+    uint32_t pos = 0;  // index in flows_[flow].mem
+    double due =
+        0;  // on the flow's clock: when it completes (its bytes left: due less the head's, plus the head's)
+    uint64_t user = 0;
+    uint64_t order = 0;
+    bool active = false;
+  };
+  bool message_before(MessageId a, MessageId b) const;
+  void message_sift(Flow& f, size_t i);
+  void grow_flow(FlowId id, MessageId m, double bytes, Time now);
+  double head_left(const Flow& f, Time now) const;
   bool alone(FlowId f) const;
   bool can_give(LinkId m, double x, double share) const;
   double alone_rate(FlowId f);
@@ -224,7 +257,7 @@ class FlowNetwork {
   void class_sift(Link& l, size_t i);
   void class_insert(LinkId l, FlowId f);
   void class_remove(LinkId l, FlowId f);
-  void count_member(LinkId l, FlowId f, bool in);
+  void count_member(LinkId l, FlowId f, int64_t dw);
   void heap_erase(FlowId id);
   LinkId certify(FlowId f);
   void refresh_link(LinkId l);
@@ -239,6 +272,11 @@ class FlowNetwork {
   std::vector<LinkStats> stats_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_flows_;
+  std::vector<Message> messages_;
+  std::vector<MessageId> free_messages_;
+  // route and cap -> the flow with them (kept when it ends until the ended ones outnumber the flows), for
+  // flows that started where every link of their route carried more than kScanFlows flows
+  std::unordered_map<uint64_t, FlowId> bundles_;
   std::vector<FlowId> new_flows_;
   std::vector<LinkId> dirty_links_;
   std::vector<Incast> incasts_;
@@ -271,6 +309,7 @@ class FlowNetwork {
   uint64_t class_updates_ = 0;
   uint64_t refill_marks_ = 0;
   uint64_t moves_ = 0;
+  uint64_t bundled_ = 0;
 };
 
 }  // namespace ddlsim

@@ -222,6 +222,26 @@ TEST(FlowNetworkBasics, LateArrivalSharesTheRest) {
   expect_time(at(done, 0), 0.25);
 }
 
+TEST(FlowNetworkBasics, MessagesOnOneRouteDrainAsOneFlow) {
+  // Route R = {L1 (10 GB/s), L2 (4 GB/s)} carries A (1 GB from 0) and B (0.5 GB from 0.1 s); C (3 GB from 0)
+  // crosses L1 alone.
+  //   [0, 0.1): A at 4 (L2), C at 10 - 4 = 6. A has 0.6 GB left, C 2.4.
+  //   [0.1, 0.35): A and B at 4/2 = 2 each (one flow of two messages on L2), C at 10 - 4 = 6. B ends at
+  //   0.1 + 0.5/2 = 0.35 s, when A has 0.6 - 0.5 = 0.1 GB left.
+  //   [0.35, 0.375): A alone on L2 at 4: ends at 0.35 + 0.1/4 = 0.375 s. C still at 6: 2.4 - 6·0.275 = 0.75
+  //   GB left, then alone at 10: ends at 0.375 + 0.075 = 0.45 s.
+  FlowNetwork net;
+  LinkId l1 = net.add_link(Rate{10 * kGB}, Time());
+  LinkId l2 = net.add_link(Rate{4 * kGB}, Time());
+  auto done = simulate(net, {{{l1, l2}, 1 * kGB, 0, Time()},
+                             {{l1, l2}, 0.5 * kGB, 0, Time::from_seconds(0.1)},
+                             {{l1}, 3 * kGB, 0, Time()}});
+  expect_time(at(done, 1), 0.35);
+  expect_time(at(done, 0), 0.375);
+  expect_time(at(done, 2), 0.45);
+  EXPECT_EQ(net.messages_bundled(), 1u);  // B joined A's flow
+}
+
 TEST(FlowNetworkBasics, DisjointComponentsDoNotInteract) {
   // Two links, one flow each: each finishes at n / B of its own link, unaffected by the other's arrivals.
   FlowNetwork net;
@@ -836,15 +856,17 @@ RandomCase colocated_case(uint64_t seed, size_t nodes, size_t gpus, size_t bucke
 }
 
 TEST(FlowNetworkProperties, BucketIncastClassesKeepTheCertificateAndTheReferenceRates) {
-  uint64_t class_updates = 0;
+  uint64_t class_updates = 0, bundled = 0;
   for (uint64_t seed = 8001; seed <= 8024; ++seed) {
     RandomCase c = bucket_incast_case(seed, 4 + seed % 13, 1 + seed % 3, 2 + seed % 4);
     FlowNetwork net = build(c, 1.0);
     run_checked(c, 1.0, seed, &net);
     if (HasFatalFailure()) return;
     class_updates += net.class_updates();
+    bundled += net.messages_bundled();
   }
   EXPECT_GT(class_updates, 1000u);
+  EXPECT_GT(bundled, 100u);  // buckets in flight from one worker to one server: one flow
 }
 
 TEST(FlowNetworkProperties, BucketIncastCompletionTimesMatchAFluidReference) {
