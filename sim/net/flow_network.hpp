@@ -196,21 +196,17 @@ class FlowNetwork {
   // A flow of the solver is a bundle: every active message on one route with one cap (max-min gives them one
   // rate). Its messages (members_, the API's flow ids) drain on its clock: each has a tag, its bytes left
   // being its tag less the head's tag plus what the head has left (`remaining`, or `vtag` in a class).
-  struct Flow {
+  struct Flow {  // (the fields the solver reads first, in the order they had before bundles)
     std::vector<LinkId> route;
     std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows
-    std::vector<MessageId> mem;  // its messages: a heap by (due, creation order), the head first
-    MessageId head = 0;          // mem.front(), and its caller's tag (read where mem is not)
-    uint64_t user = 0;
-    double remaining = 0;  // the head's bytes left at `updated`
-    double rate = 0;       // per message
-    double trial = 0;      // solver scratch: the rate the region solve gives this flow
+    double remaining = 0;        // the head's bytes left at `updated`
+    double rate = 0;             // per message
+    double trial = 0;            // solver scratch: the rate the region solve gives this flow
     double cap = 0;
     Time updated;
     Time finish = Time::max();  // the head's
-    uint64_t key = 0;           // bundles_ key of its route and cap
+    uint64_t user = 0;          // the head's caller's tag
     uint64_t order = 0;         // the head's creation order: ties in completion time break by it
-    uint32_t w = 0;             // messages (the flow's weight on each link it crosses)
     uint32_t heap_pos = kNotInHeap;
     LinkId cls = kNoClass;  // the link whose class holds it (then rate, remaining, updated are unused)
     double vtag = 0;        // member: the class's virtual time at which its head completes
@@ -222,7 +218,11 @@ class FlowNetwork {
     LinkId bottleneck = kUncertified;  // the link its max-min certificate holds on, or kCapped
     bool active = false;
     bool fixed = false;
-    bool pending = false;  // added (or grown) since the last resolve: in new_flows_, holding no rate
+    bool pending = false;        // added (or grown) since the last resolve: in new_flows_, holding no rate
+    uint32_t w = 0;              // messages (the flow's weight on each link it crosses)
+    MessageId head = 0;          // mem.front() (read where mem is not)
+    uint64_t key = 0;            // bundles_ key of its route and cap
+    std::vector<MessageId> mem;  // its messages: a heap by (due, creation order), the head first
   };
   struct Message {
     FlowId flow = 0;
