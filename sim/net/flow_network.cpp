@@ -76,6 +76,26 @@ Rate FlowNetwork::route_capacity(std::span<const LinkId> route) const {
 }
 
 namespace {
+// Restores binary-heap order (`before`) around h[i], writing each entry where it lands through `place` (which
+// also records its index).
+template <class Before, class Place>
+void sift(const std::vector<uint32_t>& h, size_t i, Before before, Place place) {
+  const uint32_t id = h[i];
+  while (i > 0 && before(id, h[(i - 1) / 2])) {
+    place(i, h[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h.size()) break;
+    if (c + 1 < h.size() && before(h[c + 1], h[c])) ++c;
+    if (!before(h[c], id)) break;
+    place(i, h[c]);
+    i = c;
+  }
+  place(i, id);
+}
+
 uint64_t route_key(std::span<const LinkId> route, double cap) {
   uint64_t h = 14695981039346656037ULL;  // FNV-1a over the links and the cap's bits
   for (LinkId l : route) h = (h ^ l) * 1099511628211ULL;
@@ -101,43 +121,43 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
   msg.active = true;
   ++active_;
   ++flows_started_;
-  // Every link of the route counts the message; the one with the fewest flows is where an active flow with
-  // this route and cap would be found.
+  // The route's link with the fewest flows is where an active flow with this route and cap would be found.
   size_t fewest = std::numeric_limits<size_t>::max();
   LinkId narrow = route.front();
-  for (LinkId lid : route) {
-    Link& l = links_[lid];
-    ++l.nw;
-    count_on(lid, bytes, now);
-    if (l.incast != kNoIncast) count_sender(lid, route.front(), true);
-    if (l.flows.size() < fewest) {
-      fewest = l.flows.size();
+  for (LinkId lid : route)
+    if (links_[lid].flows.size() < fewest) {
+      fewest = links_[lid].flows.size();
       narrow = lid;
     }
-  }
   const double cap = rate_cap > 0 ? rate_cap : std::numeric_limits<double>::infinity();
   // That flow: among the few flows on the narrowest link, else by key (bundles_ holds the flows that started
   // where every link carried more; a flow it misses only costs a second flow on the route, at the same rate).
-  const uint64_t key = route_key(route, cap);
+  const bool keyed = fewest > kScanFlows;
+  const uint64_t key = keyed ? route_key(route, cap) : 0;
   FlowId match = kNoFlow;
-  if (fewest > 0) {
-    auto same = [&](FlowId g) {
-      const Flow& b = flows_[g];
-      return b.key == key && b.cap == cap &&
-             std::equal(b.route.begin(), b.route.end(), route.begin(), route.end());
-    };
-    if (fewest <= kScanFlows) {
-      for (FlowId g : links_[narrow].flows)
-        if (same(g)) {
-          match = g;
-          break;
-        }
-    } else if (auto it = bundles_.find(key);
-               it != bundles_.end() && flows_[it->second].active && same(it->second)) {
+  auto same = [&](FlowId g) {
+    const Flow& b = flows_[g];
+    return b.cap == cap && b.route.size() == route.size() && b.route.back() == route.back() &&
+           std::equal(b.route.begin(), b.route.end(), route.begin());
+  };
+  if (keyed) {
+    if (auto it = bundles_.find(key); it != bundles_.end() && flows_[it->second].active &&
+                                      flows_[it->second].key == key && same(it->second))
       match = it->second;
-    }
+  } else if (fewest > 0) {
+    for (FlowId g : links_[narrow].flows)
+      if (same(g)) {
+        match = g;
+        break;
+      }
   }
   if (match != kNoFlow) {
+    for (LinkId lid : route) {
+      Link& l = links_[lid];
+      ++l.nw;
+      count_on(lid, bytes, now);
+      if (l.incast != kNoIncast) count_sender(lid, route.front(), true);
+    }
     grow_flow(match, mid, bytes, now);
     ++bundled_;
     return mid;
@@ -157,8 +177,12 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     Link& l = links_[route[i]];
     f.slot[i] = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
+    ++l.nw;
+    count_on(route[i], bytes, now);
+    if (l.incast != kNoIncast) count_sender(route[i], route.front(), true);
   }
-  f.mem.assign(1, mid);
+  f.mem.clear();
+  f.mem.push_back(mid);
   f.head = mid;
   f.user = tag;
   msg.flow = id;
@@ -178,7 +202,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
   f.active = true;
   f.pending = true;
   new_flows_.push_back(id);
-  if (fewest > kScanFlows) {
+  if (keyed) {
     bundles_[key] = id;  // (a key shared by another route: the newest flow takes it)
     if (bundles_.size() > 2 * flows_.size() + 1024)  // drop the keys of flows that ended (amortised)
       std::erase_if(bundles_, [&](const auto& e) {
@@ -242,25 +266,12 @@ bool FlowNetwork::message_before(MessageId a, MessageId b) const {
 }
 
 void FlowNetwork::message_sift(Flow& f, size_t i) {
-  std::vector<MessageId>& h = f.mem;
-  MessageId id = h[i];
-  auto put = [&](size_t at, MessageId m) {
-    h[at] = m;
-    messages_[m].pos = static_cast<uint32_t>(at);
-  };
-  while (i > 0 && message_before(id, h[(i - 1) / 2])) {
-    put(i, h[(i - 1) / 2]);
-    i = (i - 1) / 2;
-  }
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h.size()) break;
-    if (c + 1 < h.size() && message_before(h[c + 1], h[c])) ++c;
-    if (!message_before(h[c], id)) break;
-    put(i, h[c]);
-    i = c;
-  }
-  put(i, id);
+  sift(
+      f.mem, i, [&](MessageId a, MessageId b) { return message_before(a, b); },
+      [&](size_t at, MessageId m) {
+        f.mem[at] = m;
+        messages_[m].pos = static_cast<uint32_t>(at);
+      });
 }
 
 Time FlowNetwork::next_completion() {
@@ -425,25 +436,12 @@ bool FlowNetwork::before_in_class(FlowId a, FlowId b) const {
 }
 
 void FlowNetwork::class_sift(Link& l, size_t i) {
-  std::vector<FlowId>& h = l.members;
-  FlowId id = h[i];
-  auto put = [&](size_t at, FlowId f) {
-    h[at] = f;
-    flows_[f].cls_pos = static_cast<uint32_t>(at);
-  };
-  while (i > 0 && before_in_class(id, h[(i - 1) / 2])) {
-    put(i, h[(i - 1) / 2]);
-    i = (i - 1) / 2;
-  }
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h.size()) break;
-    if (c + 1 < h.size() && before_in_class(h[c + 1], h[c])) ++c;
-    if (!before_in_class(h[c], id)) break;
-    put(i, h[c]);
-    i = c;
-  }
-  put(i, id);
+  sift(
+      l.members, i, [&](FlowId a, FlowId b) { return before_in_class(a, b); },
+      [&](size_t at, FlowId f) {
+        l.members[at] = f;
+        flows_[f].cls_pos = static_cast<uint32_t>(at);
+      });
 }
 
 void FlowNetwork::class_insert(LinkId lid, FlowId f) {

@@ -221,7 +221,7 @@ class FlowNetwork {
     bool pending = false;        // added (or grown) since the last resolve: in new_flows_, holding no rate
     uint32_t w = 0;              // messages (the flow's weight on each link it crosses)
     MessageId head = 0;          // mem.front() (read where mem is not)
-    uint64_t key = 0;            // bundles_ key of its route and cap
+    uint64_t key = 0;            // its bundles_ key (0: not there)
     std::vector<MessageId> mem;  // its messages: a heap by (due, creation order), the head first
   };
   struct Message {

@@ -242,6 +242,60 @@ TEST(FlowNetworkBasics, MessagesOnOneRouteDrainAsOneFlow) {
   EXPECT_EQ(net.messages_bundled(), 1u);  // B joined A's flow
 }
 
+TEST(FlowNetworkBasics, EachMessageOfAFlowKeepsItsOwnBytesAndTag) {
+  // One link B = 10 GB/s; three messages on it: A (3 GB) and B (1 GB) at 0, C (2 GB) at 0.1 s.
+  //   [0, 0.1): A and B at 5 each: 0.5 GB each drained (A 2.5 left, B 0.5).
+  //   [0.1, 0.25): three at 10/3: B ends at 0.1 + 0.5·3/10 = 0.25 s (A 2.0 left, C 1.5 left).
+  //   [0.25, 0.55): two at 5: C ends at 0.25 + 1.5/5 = 0.55 s (A 0.5 left), then A alone at 10: 0.6 s.
+  // remaining() and rate() answer per message; the tags come back in completion order.
+  FlowNetwork net;
+  LinkId l = net.add_link(Rate{10 * kGB}, Time());
+  FlowId a = net.add_flow(std::vector<LinkId>{l}, 3 * kGB, 0, 10, Time());
+  FlowId b = net.add_flow(std::vector<LinkId>{l}, 1 * kGB, 0, 11, Time());
+  net.resolve(Time());
+  expect_rate(net.rate(a), 5 * kGB);
+  expect_rate(net.rate(b), 5 * kGB);
+  const Time t1 = Time::from_seconds(0.1);
+  EXPECT_NEAR(net.remaining(a, t1), 2.5 * kGB, 1e-3 * kGB);
+  EXPECT_NEAR(net.remaining(b, t1), 0.5 * kGB, 1e-3 * kGB);
+  FlowId c = net.add_flow(std::vector<LinkId>{l}, 2 * kGB, 0, 12, t1);
+  net.resolve(t1);
+  expect_rate(net.rate(c), 10 * kGB / 3);
+  EXPECT_NEAR(net.remaining(c, t1), 2 * kGB, 1e-3 * kGB);
+  EXPECT_EQ(net.messages_bundled(), 2u);
+  std::vector<uint64_t> tags;
+  std::vector<double> times;
+  while (!net.empty()) {
+    Time t = net.next_completion();
+    tags.push_back(net.pop_completion());
+    times.push_back(t.seconds());
+    net.resolve(t);
+  }
+  EXPECT_EQ(tags, (std::vector<uint64_t>{11, 12, 10}));
+  ASSERT_EQ(times.size(), 3u);
+  expect_time(Time::from_seconds(times[0]), 0.25);
+  expect_time(Time::from_seconds(times[1]), 0.55);
+  expect_time(Time::from_seconds(times[2]), 0.6);
+}
+
+TEST(FlowNetworkBasics, AFlowOfTwoMessagesInAnIncast) {
+  // Server link S = 10 GB/s; sender links of 100 GB/s. Sender 1 sends 1 GB and 2 GB, sender 2 sends 4 GB, all
+  // at 0: three messages on S at 10/3. The 1 GB one ends at 0.3 s; the other two at 5: sender 1's second has
+  // 2 - 1 = 1 GB left, ends at 0.3 + 1/5 = 0.5 s; sender 2's has 4 - 1 - 1 = 2 GB left, alone at 10 from
+  // 0.5 s: ends at 0.7 s.
+  FlowNetwork net;
+  LinkId srv = net.add_link(Rate{10 * kGB}, Time());
+  LinkId x1 = net.add_link(Rate{100 * kGB}, Time());
+  LinkId x2 = net.add_link(Rate{100 * kGB}, Time());
+  auto done = simulate(
+      net,
+      {{{x1, srv}, 1 * kGB, 0, Time()}, {{x1, srv}, 2 * kGB, 0, Time()}, {{x2, srv}, 4 * kGB, 0, Time()}});
+  expect_time(at(done, 0), 0.3);
+  expect_time(at(done, 1), 0.5);
+  expect_time(at(done, 2), 0.7);
+  EXPECT_EQ(net.messages_bundled(), 1u);
+}
+
 TEST(FlowNetworkBasics, DisjointComponentsDoNotInteract) {
   // Two links, one flow each: each finishes at n / B of its own link, unaffected by the other's arrivals.
   FlowNetwork net;
