@@ -291,6 +291,8 @@ void FlowNetwork::heap_place(size_t i, FlowId id) {
   flows_[id].heap_pos = static_cast<uint32_t>(i);
 }
 
+// (Written out: through `sift` this heap, the hottest, took 15% more instructions; cachegrind on
+// `bench_engine alps-ring-256-flow`.)
 void FlowNetwork::heap_sift(size_t i) {
   FlowId id = heap_[i];
   while (i > 0 && earlier(id, heap_[(i - 1) / 2])) {
