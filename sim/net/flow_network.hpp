@@ -37,7 +37,7 @@
 namespace ddlsim {
 
 using LinkId = uint32_t;
-using FlowId = uint32_t;  // one message's flow (its bundle inside the network: see Flow)
+using FlowId = uint32_t;  // the API's: one message (inside, an index of flows_: a bundle of them, see Flow)
 
 // TCP incast: the goodput of a link that several senders converge on, as a fraction of its capacity, by the
 // number of distinct senders (points (senders, goodput), senders increasing, goodput non-increasing in (0,
@@ -194,8 +194,9 @@ class FlowNetwork {
   void count_on(LinkId l, double bytes, Time now);
   void count_off(LinkId l, Time now);
   // A flow of the solver is a bundle: every active message on one route with one cap (max-min gives them one
-  // rate). Its messages (members_, the API's flow ids) drain on its clock: each has a tag, its bytes left
-  // being its tag less the head's tag plus what the head has left (`remaining`, or `vtag` in a class).
+  // rate). Its messages (messages_, whose ids are the API's flow ids) drain on its clock: each is due at a
+  // point of it, and has its due less the head's left, plus what the head has left (`remaining`, or `vtag`
+  // less the class's clock in a class).
   struct Flow {  // (the fields the solver reads first, in the order they had before bundles)
     std::vector<LinkId> route;
     std::vector<uint32_t> slot;  // index of this flow in links_[route[i]].flows
@@ -227,8 +228,7 @@ class FlowNetwork {
   struct Message {
     FlowId flow = 0;
     uint32_t pos = 0;  // index in flows_[flow].mem
-    double due =
-        0;  // on the flow's clock: when it completes (its bytes left: due less the head's, plus the head's)
+    double due = 0;    // on the flow's clock: where it completes
     uint64_t user = 0;
     uint64_t order = 0;
     bool active = false;
