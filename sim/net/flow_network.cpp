@@ -178,6 +178,7 @@ FlowId FlowNetwork::add_flow(std::span<const LinkId> route, double bytes, double
     f.slot[i] = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
     ++l.nw;
+    ++l.certs;  // (uncertified, below)
     count_on(route[i], bytes, now);
     if (l.incast != kNoIncast) count_sender(route[i], route.front(), true);
   }
@@ -252,7 +253,7 @@ void FlowNetwork::grow_flow(FlowId id, MessageId m, double bytes, Time now) {
     f.rate = 0;
     heap_erase(id);
     f.finish = Time::max();
-    f.bottleneck = kUncertified;
+    set_bottleneck(id, kUncertified);
     f.pending = true;
     new_flows_.push_back(id);
   }
@@ -387,6 +388,7 @@ uint64_t FlowNetwork::pop_completion() {
     else
       place_head(cid);
   }
+  count_certs(f, -1);
   for (size_t i = 0; i < f.route.size(); ++i) {
     Link& l = links_[f.route[i]];
     uint32_t s = f.slot[i];
@@ -624,7 +626,14 @@ void FlowNetwork::resolve(Time now) {
   for (size_t i = 0; i < dirty_links_.size(); ++i) {
     LinkId l = dirty_links_[i];
     links_[l].dirty = false;
-    if ((links_[l].fast == stamp_ && links_[l].refill != stamp_) || class_step(l, {}, now)) continue;
+    // Without a class and without flows certified on it or uncertified, the flow that left changed no
+    // certificate here: a class step would find no one to re-share, and the region nobody to take.
+    if (links_[l].fast == stamp_ && links_[l].refill != stamp_) continue;
+    if (links_[l].members.empty() && links_[l].certs == 0) {
+      ++unaffected_;
+      continue;
+    }
+    if (class_step(l, {}, now)) continue;
     dirty_links_[kept++] = l;
   }
   dirty_links_.resize(kept);
@@ -648,7 +657,7 @@ void FlowNetwork::resolve(Time now) {
       ++fallbacks_;
       grow_to_components();
       solve_region();
-      for (FlowId f : region_flows_) flows_[f].bottleneck = certify(f);
+      for (FlowId f : region_flows_) set_bottleneck(f, certify(f));
       break;
     }
     if (!grow_region()) break;
@@ -874,7 +883,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     double left = std::max(0.0, fg.remaining - fg.rate * (now - fg.updated).seconds());
     heap_erase(g);
     fg.joining = false;
-    fg.bottleneck = lid;  // (a candidate's already; a mover's from now)
+    set_bottleneck(g, lid);  // (a candidate's already; a mover's from now)
     fg.vtag = l.vt + left;
     class_insert(lid, g);
   }
@@ -882,7 +891,7 @@ bool FlowNetwork::class_step(LinkId lid, std::span<const FlowId> joiners, Time n
     Flow& fg = flows_[g];
     fg.joining = false;
     fg.vtag = l.vt + fg.remaining;
-    fg.bottleneck = lid;
+    set_bottleneck(g, lid);
     class_insert(lid, g);
   }
   l.est += own;
@@ -923,14 +932,19 @@ bool FlowNetwork::alone(FlowId f) const {
 double FlowNetwork::alone_rate(FlowId f) {
   Flow& fl = flows_[f];
   double r = fl.cap;
-  fl.bottleneck = kCapped;
+  LinkId on = kCapped;
+  const bool uncertified = fl.bottleneck == kUncertified;  // (a new flow: counted on every link)
+  if (!uncertified) count_certs(fl, -1);
   for (LinkId lid : fl.route) {
+    if (uncertified) --links_[lid].certs;
     const double c = links_[lid].capacity / fl.w;
     if (c < r) {
       r = c;
-      fl.bottleneck = lid;
+      on = lid;
     }
   }
+  fl.bottleneck = on;
+  count_certs(fl, 1);
   return r;
 }
 
@@ -975,6 +989,23 @@ LinkId FlowNetwork::certify(FlowId f) {
   return kUncertified;
 }
 
+void FlowNetwork::set_bottleneck(FlowId f, LinkId b) {
+  Flow& fl = flows_[f];
+  if (fl.bottleneck == b) return;
+  count_certs(fl, -1);
+  fl.bottleneck = b;
+  count_certs(fl, 1);
+}
+
+// Counts flow f (d = 1) or takes it out (d = -1) in `certs` where it is certified: every link of its route
+// when it is not.
+void FlowNetwork::count_certs(const Flow& f, int d) {
+  if (f.bottleneck == kUncertified)
+    for (LinkId l : f.route) links_[l].certs += d;
+  else if (f.bottleneck != kCapped)
+    links_[f.bottleneck].certs += d;
+}
+
 // Checks the certificates the region's trial rates may have broken and adds to the region every flow that
 // must move: a held flow whose bottleneck was a region link and that has none now (it may rise), and, for a
 // region flow without a bottleneck, the held flows above it on its links (they must come down). A held flow
@@ -985,7 +1016,7 @@ bool FlowNetwork::grow_region() {
   bool stuck = false;  // a region flow failed with no held flow above it (rounding): take the components
   for (FlowId f : region_flows_) {
     Flow& fl = flows_[f];
-    fl.bottleneck = certify(f);
+    set_bottleneck(f, certify(f));
     if (fl.bottleneck != kUncertified) continue;
     // Each saturated link is scanned once per round and again only for a lower threshold (the flows newly
     // above it), which adds the flows in the order a scan per region flow would first meet them.
@@ -1017,7 +1048,7 @@ bool FlowNetwork::grow_region() {
       if (gl.bottleneck != kCapped && gl.bottleneck != kUncertified && links_[gl.bottleneck].stamp != stamp_)
         continue;
       gl.checked = check_;
-      gl.bottleneck = certify(g);
+      set_bottleneck(g, certify(g));
       if (gl.cls != kNoClass && gl.bottleneck != gl.cls) leave_class(g, now_);  // no longer the class's
       if (gl.bottleneck == kUncertified) grown_.push_back(g);
     }

@@ -118,7 +118,8 @@ class FlowNetwork {
   uint64_t class_updates() const { return class_updates_; }       // joins and leaves done by a class step
   uint64_t class_refills() const { return refill_marks_; }        // saturated links a class step handed on
   uint64_t class_moves() const { return moves_; }  // held flows a class step brought down into its class
-  uint64_t messages_bundled() const { return bundled_; }  // messages that joined a flow on their route
+  uint64_t messages_bundled() const { return bundled_; }     // messages that joined a flow on their route
+  uint64_t links_unaffected() const { return unaffected_; }  // links a flow left that no flow depends on
 
  private:
   static constexpr uint32_t kNotInHeap = UINT32_MAX;
@@ -154,6 +155,9 @@ class FlowNetwork {
     Time latency;
     uint32_t nw = 0;  // messages of its flows (their weights summed)
     uint32_t mw = 0;  // messages of its class's members
+    // Its flows that are certified on it or not at all (bottleneck this link or kUncertified): without them
+    // and without a class, a flow leaving it changes no certificate (see resolve).
+    uint32_t certs = 0;
     bool dirty = false;
     // solver scratch
     double residual = 0;  // capacity left to the region's flows
@@ -237,6 +241,8 @@ class FlowNetwork {
   void message_sift(Flow& f, size_t i);
   void grow_flow(FlowId id, MessageId m, double bytes, Time now);
   double head_left(const Flow& f, Time now) const;
+  void set_bottleneck(FlowId f, LinkId b);
+  void count_certs(const Flow& f, int d);
   bool alone(FlowId f) const;
   bool can_give(LinkId m, double x, double share) const;
   double alone_rate(FlowId f);
@@ -310,6 +316,7 @@ class FlowNetwork {
   uint64_t refill_marks_ = 0;
   uint64_t moves_ = 0;
   uint64_t bundled_ = 0;
+  uint64_t unaffected_ = 0;
 };
 
 }  // namespace ddlsim
