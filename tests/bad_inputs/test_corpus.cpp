@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,18 +53,10 @@ TEST(BadInputCorpus, EveryCaseGetsItsOneLineMessage) {
     cases.push_back({f[0], f[1], std::stoi(f[2]), f.size() > 3 ? f[3] : ""});
   }
   EXPECT_GE(cases.size(), 150u);
-  // Two at a time (each case is one short process).
-  auto run = [&](const Case& c) {
-    std::string args = replace_all(replace_all(c.args, "{dir}", dir), "{src}", src);
-    return ddlsim_test::run_ddlsim(args, ddlsim_test::Capture::Stderr);
-  };
-  std::vector<ddlsim_test::CliOutcome> outcomes(cases.size());
-  for (size_t i = 0; i < cases.size(); i += 2) {
-    auto second = i + 1 < cases.size() ? std::async(std::launch::async, run, cases[i + 1])
-                                       : std::future<ddlsim_test::CliOutcome>();
-    outcomes[i] = run(cases[i]);
-    if (second.valid()) outcomes[i + 1] = second.get();
-  }
+  std::vector<std::string> args;
+  for (const Case& c : cases) args.push_back(replace_all(replace_all(c.args, "{dir}", dir), "{src}", src));
+  const std::vector<ddlsim_test::CliOutcome> outcomes =
+      ddlsim_test::run_ddlsim_each(args, ddlsim_test::Capture::Stderr);
   const bool update = std::getenv("DDLSIM_UPDATE_GOLDEN") != nullptr;
   for (size_t i = 0; i < cases.size(); ++i) {
     Case& c = cases[i];

@@ -45,36 +45,42 @@ TEST(ShippedScenarios, CsvAndJsonEqualTheGoldenFiles) {
   // DDLSIM_UPDATE_GOLDEN=1 rewrites them, and the diff shows what moved.
   namespace fs = std::filesystem;
   const bool update = std::getenv("DDLSIM_UPDATE_GOLDEN") != nullptr;
-  int checked = 0;
+  struct Run {
+    std::string stem, file, format;
+  };
+  std::vector<Run> runs;
+  std::vector<std::string> args;
   for (const char* dir : {"scenarios", "scenarios/aach2023", "scenarios/jobs"}) {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".yaml") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    for (const fs::path& file : files) {
+    for (const fs::path& file : files)
       for (const char* format : {"csv", "json"}) {
-        std::string stem = file.stem().string();
-        SCOPED_TRACE(file.string() + " " + format);
-        auto [status, out] = ddlsim_test::run_ddlsim(
-            "run '" + file.string() + "' --format " + format + small_counts(dir, stem),
-            ddlsim_test::Capture::Stdout);
-        EXPECT_EQ(status, 0) << out;
-        EXPECT_GE(count(out, "\n"), 2u) << out;  // header + at least one result
-        fs::path golden = fs::path("tests/golden/scenarios") / (stem + "." + format);
-        if (update) {
-          std::ofstream(golden, std::ios::binary) << out;
-        } else {
-          std::ifstream in(golden, std::ios::binary);
-          ASSERT_TRUE(in) << "missing " << golden << " (DDLSIM_UPDATE_GOLDEN=1 writes it)";
-          std::stringstream want;
-          want << in.rdbuf();
-          EXPECT_EQ(out, want.str()) << golden;
-        }
+        runs.push_back({file.stem().string(), file.string(), format});
+        args.push_back("run '" + file.string() + "' --format " + format +
+                       small_counts(dir, runs.back().stem));
       }
-      ++checked;
+  }
+  const std::vector<ddlsim_test::CliOutcome> outcomes = ddlsim_test::run_ddlsim_each(args);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    SCOPED_TRACE(r.file + " " + r.format);
+    const auto& [status, out] = outcomes[i];
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_GE(count(out, "\n"), 2u) << out;  // header + at least one result
+    fs::path golden = fs::path("tests/golden/scenarios") / (r.stem + "." + r.format);
+    if (update) {
+      std::ofstream(golden, std::ios::binary) << out;
+    } else {
+      std::ifstream in(golden, std::ios::binary);
+      ASSERT_TRUE(in) << "missing " << golden << " (DDLSIM_UPDATE_GOLDEN=1 writes it)";
+      std::stringstream want;
+      want << in.rdbuf();
+      EXPECT_EQ(out, want.str()) << golden;
     }
   }
-  EXPECT_GE(checked, 16);
+  EXPECT_GE(runs.size() / 2, 16u);  // scenarios, each in both formats
 }
 
 TEST(ShippedScenarios, DescribePrintsLinksCommModelAndRoutes) {

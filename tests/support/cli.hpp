@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdio>
+#include <future>
 #include <string>
+#include <vector>
 
 namespace ddlsim_test {
 
@@ -28,6 +30,20 @@ inline CliOutcome run_ddlsim(const std::string& args, Capture capture = Capture:
   int raw = pclose(pipe);
   o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return o;
+}
+
+// Runs `ddlsim` once per argument string, two at a time (each run is one short process); the outcomes in the
+// order of the arguments.
+inline std::vector<CliOutcome> run_ddlsim_each(const std::vector<std::string>& args,
+                                               Capture capture = Capture::Stdout) {
+  std::vector<CliOutcome> out(args.size());
+  for (size_t i = 0; i < args.size(); i += 2) {
+    auto second = i + 1 < args.size() ? std::async(std::launch::async, run_ddlsim, args[i + 1], capture)
+                                      : std::future<CliOutcome>();
+    out[i] = run_ddlsim(args[i], capture);
+    if (second.valid()) out[i + 1] = second.get();
+  }
+  return out;
 }
 
 }  // namespace ddlsim_test
