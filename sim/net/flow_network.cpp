@@ -626,9 +626,9 @@ void FlowNetwork::resolve(Time now) {
   for (size_t i = 0; i < dirty_links_.size(); ++i) {
     LinkId l = dirty_links_[i];
     links_[l].dirty = false;
+    if (links_[l].fast == stamp_ && links_[l].refill != stamp_) continue;
     // Without a class and without flows certified on it or uncertified, the flow that left changed no
     // certificate here: a class step would find no one to re-share, and the region nobody to take.
-    if (links_[l].fast == stamp_ && links_[l].refill != stamp_) continue;
     if (links_[l].members.empty() && links_[l].certs == 0) {
       ++unaffected_;
       continue;
