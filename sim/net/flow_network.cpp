@@ -388,9 +388,12 @@ uint64_t FlowNetwork::pop_completion() {
     else
       place_head(cid);
   }
-  count_certs(f, -1);
+  const LinkId on = f.bottleneck;  // (its counts: on that link, or on every link when on none)
+  if (on != kUncertified && on != kCapped) --links_[on].certs;
   for (size_t i = 0; i < f.route.size(); ++i) {
     Link& l = links_[f.route[i]];
+    if (on == kUncertified) --l.certs;
+    if (on == kCapped) --l.capped;
     uint32_t s = f.slot[i];
     FlowId moved = l.flows.back();
     l.flows[s] = moved;
@@ -1002,7 +1005,9 @@ void FlowNetwork::set_bottleneck(FlowId f, LinkId b) {
 void FlowNetwork::count_certs(const Flow& f, int d) {
   if (f.bottleneck == kUncertified)
     for (LinkId l : f.route) links_[l].certs += d;
-  else if (f.bottleneck != kCapped)
+  else if (f.bottleneck == kCapped)
+    for (LinkId l : f.route) links_[l].capped += d;
+  else
     links_[f.bottleneck].certs += d;
 }
 
@@ -1041,7 +1046,10 @@ bool FlowNetwork::grow_region() {
     }
     stuck = stuck || !found;
   }
-  for (LinkId lid : region_links_)
+  for (LinkId lid : region_links_) {
+    // A link with no flow certified on it, uncertified or capped: the flows the loop would check here are
+    // certified on another region link, and are checked there.
+    if (links_[lid].certs == 0 && links_[lid].capped == 0) continue;
     for (FlowId g : links_[lid].flows) {
       Flow& gl = flows_[g];
       if (gl.stamp == stamp_ || gl.checked == check_) continue;
@@ -1052,6 +1060,7 @@ bool FlowNetwork::grow_region() {
       if (gl.cls != kNoClass && gl.bottleneck != gl.cls) leave_class(g, now_);  // no longer the class's
       if (gl.bottleneck == kUncertified) grown_.push_back(g);
     }
+  }
   size_t size = region_flows_.size();
   if (stuck) grow_to_components();
   for (FlowId g : grown_)

@@ -158,6 +158,7 @@ class FlowNetwork {
     // Its flows that are certified on it or not at all (bottleneck this link or kUncertified): without them
     // and without a class, a flow leaving it changes no certificate (see resolve).
     uint32_t certs = 0;
+    uint32_t capped = 0;  // its flows at their cap (kCapped)
     bool dirty = false;
     // solver scratch
     double residual = 0;  // capacity left to the region's flows
