@@ -388,12 +388,9 @@ uint64_t FlowNetwork::pop_completion() {
     else
       place_head(cid);
   }
-  const LinkId on = f.bottleneck;  // (its counts: on that link, or on every link when on none)
-  if (on != kUncertified && on != kCapped) --links_[on].certs;
+  count_certs(f, -1);
   for (size_t i = 0; i < f.route.size(); ++i) {
     Link& l = links_[f.route[i]];
-    if (on == kUncertified) --l.certs;
-    if (on == kCapped) --l.capped;
     uint32_t s = f.slot[i];
     FlowId moved = l.flows.back();
     l.flows[s] = moved;
@@ -1000,8 +997,8 @@ void FlowNetwork::set_bottleneck(FlowId f, LinkId b) {
   count_certs(fl, 1);
 }
 
-// Counts flow f (d = 1) or takes it out (d = -1) in `certs` where it is certified: every link of its route
-// when it is not.
+// Counts flow f (d = 1) or takes it out (d = -1): in `certs` of the link it is certified on, or of every link
+// of its route when it is uncertified; in `capped` of every link of its route when it runs at its cap.
 void FlowNetwork::count_certs(const Flow& f, int d) {
   if (f.bottleneck == kUncertified)
     for (LinkId l : f.route) links_[l].certs += d;

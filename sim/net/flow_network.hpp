@@ -156,7 +156,7 @@ class FlowNetwork {
     uint32_t nw = 0;  // messages of its flows (their weights summed)
     uint32_t mw = 0;  // messages of its class's members
     // Its flows that are certified on it or not at all (bottleneck this link or kUncertified): without them
-    // and without a class, a flow leaving it changes no certificate (see resolve).
+    // and without a class, a flow leaving it changes no certificate (see resolve and grow_region).
     uint32_t certs = 0;
     uint32_t capped = 0;  // its flows at their cap (kCapped)
     bool dirty = false;
